@@ -1,0 +1,77 @@
+//! Equivalence classes of evicted storages (the EqClass heuristics): a
+//! union-find whose roots carry the summed compute of their class.
+
+#[derive(Debug, Clone, Default)]
+pub struct EqClasses {
+    parent: Vec<u32>,
+    value: Vec<i128>,
+}
+
+impl EqClasses {
+    /// A new singleton class with `value`; returns its node.
+    pub fn make(&mut self, value: i128) -> u32 {
+        let id = self.parent.len() as u32;
+        self.parent.push(id);
+        self.value.push(value);
+        id
+    }
+
+    pub fn root(&mut self, mut x: u32) -> u32 {
+        let mut r = x;
+        while self.parent[r as usize] != r {
+            r = self.parent[r as usize];
+        }
+        while self.parent[x as usize] != r {
+            let next = self.parent[x as usize];
+            self.parent[x as usize] = r;
+            x = next;
+        }
+        r
+    }
+
+    /// The root of `x` without path compression (for read-only scoring).
+    pub fn find(&self, mut x: u32) -> u32 {
+        while self.parent[x as usize] != x {
+            x = self.parent[x as usize];
+        }
+        x
+    }
+
+    /// Merge the classes of `a` and `b` (no-op if already one class).
+    pub fn merge(&mut self, a: u32, b: u32) {
+        let (ra, rb) = (self.root(a), self.root(b));
+        if ra != rb {
+            self.parent[ra as usize] = rb;
+            self.value[rb as usize] += self.value[ra as usize];
+        }
+    }
+
+    pub fn value_of_root(&self, root: u32) -> i128 {
+        self.value[root as usize]
+    }
+
+    pub fn add_to_class(&mut self, x: u32, delta: i128) {
+        let r = self.root(x);
+        self.value[r as usize] += delta;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merged_classes_sum_and_stay_merged() {
+        let mut e = EqClasses::default();
+        let (a, b, c) = (e.make(1), e.make(10), e.make(100));
+        e.merge(a, b);
+        e.merge(b, a);
+        let r = e.root(a);
+        assert_eq!(e.root(b), r);
+        assert_eq!(e.value_of_root(r), 11);
+        e.merge(c, a);
+        e.add_to_class(b, -10);
+        let r = e.root(c);
+        assert_eq!(e.value_of_root(r), 101);
+    }
+}

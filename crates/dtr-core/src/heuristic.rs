@@ -1,0 +1,152 @@
+//! Eviction heuristics under the reference simulator's names, and their scores.
+//!
+//! A heuristic declares the runtime bookkeeping it needs (`needs_regions`,
+//! `needs_eq_classes`) so the runtime maintains only that.
+
+use crate::ratio::div_round;
+
+/// The cost term of a score.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cost {
+    /// `c + R + Rr`: own compute plus both evicted-neighbourhood regions (e*).
+    Neighbourhood,
+    /// `C_eq`: own compute plus the equivalence classes of evicted neighbours.
+    EqClass,
+    /// `c`: own compute only.
+    Local,
+    /// `c + Rr`: own compute plus the reverse region (MSPS).
+    Msps,
+    /// `1`: no cost term.
+    Unit,
+}
+
+/// How a victim is chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Heuristic {
+    /// Smallest `cost / (size^a * staleness^b)`.
+    Score { cost: Cost, size: bool, stale: bool },
+    /// Least recently accessed (smallest internal access time).
+    Lru,
+    /// A uniformly random pool member (seeded).
+    Random,
+}
+
+/// Every name accepted, with the heuristic it denotes. Aliases (e.g. `DTR` and
+/// `AbESizeStale`) denote the same scoring and give identical runs.
+pub const HEURISTIC_NAMES: &[(&str, Heuristic)] = {
+    use Cost::*;
+    use Heuristic::*;
+    &[
+        ("DTR", Score { cost: Neighbourhood, size: true, stale: true }),
+        ("DTREqClass", Score { cost: EqClass, size: true, stale: true }),
+        ("DTRLocal", Score { cost: Local, size: true, stale: true }),
+        ("MSPS", Score { cost: Msps, size: true, stale: false }),
+        ("LRU", Lru),
+        ("LargestStorage", Score { cost: Unit, size: true, stale: false }),
+        ("RandomStorage", Random),
+        ("AbESizeStale", Score { cost: Neighbourhood, size: true, stale: true }),
+        ("AbESize", Score { cost: Neighbourhood, size: true, stale: false }),
+        ("AbEStale", Score { cost: Neighbourhood, size: false, stale: true }),
+        ("AbE", Score { cost: Neighbourhood, size: false, stale: false }),
+        ("AbEqSizeStale", Score { cost: EqClass, size: true, stale: true }),
+        ("AbEqSize", Score { cost: EqClass, size: true, stale: false }),
+        ("AbEqStale", Score { cost: EqClass, size: false, stale: true }),
+        ("AbEq", Score { cost: EqClass, size: false, stale: false }),
+        ("AbLocalSizeStale", Score { cost: Local, size: true, stale: true }),
+        ("AbLocalSize", Score { cost: Local, size: true, stale: false }),
+        ("AbLocalStale", Score { cost: Local, size: false, stale: true }),
+        ("AbLocal", Score { cost: Local, size: false, stale: false }),
+        ("AbSizeStale", Score { cost: Unit, size: true, stale: true }),
+        ("AbSize", Score { cost: Unit, size: true, stale: false }),
+        ("AbStale", Score { cost: Unit, size: false, stale: true }),
+        ("AbRandom", Random),
+    ]
+};
+
+impl Heuristic {
+    pub fn from_name(name: &str) -> Option<Heuristic> {
+        HEURISTIC_NAMES.iter().find(|(n, _)| *n == name).map(|(_, h)| *h)
+    }
+
+    pub fn needs_regions(&self) -> bool {
+        matches!(self, Heuristic::Score { cost: Cost::Neighbourhood | Cost::Msps, .. })
+    }
+
+    pub fn needs_eq_classes(&self) -> bool {
+        matches!(self, Heuristic::Score { cost: Cost::EqClass, .. })
+    }
+}
+
+/// What a score reads about one storage.
+#[derive(Debug, Clone, Copy)]
+pub struct Candidate {
+    /// The cost term's exact value (already summed per `Cost`).
+    pub cost: u128,
+    pub size: u64,
+    /// `clock - last_access_int`; `None` when the storage was never accessed
+    /// (the reference's `-inf` access time makes staleness infinite).
+    pub staleness: Option<u64>,
+}
+
+/// The score of a `Heuristic::Score` variant, exactly as the reference's
+/// Python arithmetic computes it (a zero or NaN denominator scores +inf).
+pub fn score(size_term: bool, stale_term: bool, c: Candidate) -> f64 {
+    match (size_term, stale_term) {
+        // An exact integer in the reference; our sums stay far below 2^53.
+        (false, false) => c.cost as f64,
+        (true, false) => ratio_or_inf(c.cost, c.size as u128),
+        (false, true) => match c.staleness {
+            None => 0.0, // cost / inf
+            Some(st) => ratio_or_inf(c.cost, st as u128),
+        },
+        (true, true) => match c.staleness {
+            // size * inf is inf (cost / inf = 0), or NaN for size 0 (scores inf).
+            None => {
+                if c.size > 0 {
+                    0.0
+                } else {
+                    f64::INFINITY
+                }
+            }
+            Some(st) => ratio_or_inf(c.cost, c.size as u128 * st as u128),
+        },
+    }
+}
+
+#[inline]
+fn ratio_or_inf(num: u128, den: u128) -> f64 {
+    if den > 0 {
+        div_round(num, den)
+    } else {
+        f64::INFINITY
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_resolves_and_aliases_agree() {
+        assert_eq!(HEURISTIC_NAMES.len(), 23);
+        assert_eq!(Heuristic::from_name("DTR"), Heuristic::from_name("AbESizeStale"));
+        assert_eq!(Heuristic::from_name("LargestStorage"), Heuristic::from_name("AbSize"));
+        assert_eq!(Heuristic::from_name("dtr"), None);
+        assert!(Heuristic::from_name("MSPS").unwrap().needs_regions());
+        assert!(Heuristic::from_name("AbEq").unwrap().needs_eq_classes());
+        assert!(!Heuristic::from_name("LRU").unwrap().needs_regions());
+    }
+
+    #[test]
+    fn degenerate_denominators_follow_python() {
+        let c = |cost, size, staleness| Candidate { cost, size, staleness };
+        assert_eq!(score(true, true, c(5, 10, Some(0))), f64::INFINITY);
+        assert_eq!(score(true, true, c(5, 0, Some(3))), f64::INFINITY);
+        assert_eq!(score(true, true, c(5, 10, None)), 0.0);
+        assert_eq!(score(true, true, c(5, 0, None)), f64::INFINITY);
+        assert_eq!(score(false, true, c(5, 0, None)), 0.0);
+        assert_eq!(score(true, false, c(1, 4, Some(1))), 0.25);
+        assert_eq!(score(false, false, c(42, 4, Some(1))), 42.0);
+        assert_eq!(score(true, true, c(1, 3, Some(1))), 1.0 / 3.0);
+    }
+}

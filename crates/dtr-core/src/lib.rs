@@ -1,0 +1,33 @@
+//! dtr-core: a bit-exact, fast replay engine for Dynamic Tensor
+//! Rematerialization traces, reproducing the reference simulator `simrd`
+//! (runtime `RuntimeV2EagerOptimized`). Pure Rust; no Python here.
+//!
+//! - [`parse`]: trace text to a replay [`Trace`]
+//! - [`runtime`]: replay under a budget and a [`Heuristic`]
+//! - [`baseline`]: the infinite-budget figures and ratio-to-budget rule
+
+pub mod baseline;
+pub mod eqclass;
+pub mod error;
+pub mod events;
+pub mod heuristic;
+pub mod outcome;
+pub mod parse;
+pub mod pool;
+pub mod ratio;
+pub mod regions;
+pub mod rng;
+pub mod runtime;
+pub mod trace;
+
+pub use baseline::{baseline, budget_for_ratio, remat_limit, Baseline};
+pub use error::{EngineError, TraceError};
+pub use events::{EventKind, EventLog};
+pub use heuristic::{Heuristic, HEURISTIC_NAMES};
+pub use outcome::{Fail, RunResult, RunStatus};
+pub use parse::parse_trace;
+pub use runtime::{simulate, RunConfig};
+pub use trace::Trace;
+
+/// Version of the engine, recorded in every result's provenance.
+pub const ENGINE_VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,0 +1,765 @@
+//! Replay of a schedule against a byte budget (the reference's
+//! `RuntimeV2EagerOptimized`): locks and pins, eager eviction on release,
+//! incremental regions, victim choice, overhead cap, and the diagnostics.
+//!
+//! Materialization is iterative (an explicit frame stack), so chains of
+//! rematerializations of any depth cannot overflow the native stack.
+
+use crate::eqclass::EqClasses;
+use crate::error::EngineError;
+use crate::events::{EventKind, EventLog};
+use crate::heuristic::{score, Candidate, Cost, Heuristic};
+use crate::outcome::{Fail, RunResult, RunStatus};
+use crate::pool::Pool;
+use crate::regions::{Direction, GraphView, Region};
+use crate::rng::SplitMix64;
+use crate::trace::{Command, TensorId, Trace};
+
+/// What to replay and how.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// Byte budget; `None` is an infinite budget.
+    pub budget: Option<u64>,
+    pub heuristic: Heuristic,
+    /// `remat_compute` above this stops the run as `thrashed` (+inf: no cap).
+    pub remat_limit: f64,
+    /// Seed of `RandomStorage`.
+    pub seed: u64,
+    /// Storage ids never evicted (neither chosen as victims nor eagerly evicted).
+    pub retain: Vec<u32>,
+    /// Record every eviction and rematerialization.
+    pub events: bool,
+}
+
+/// Why a replay stopped early.
+enum Stop {
+    Oom(Fail),
+    Thrashed,
+    Error(EngineError),
+}
+
+impl From<EngineError> for Stop {
+    fn from(e: EngineError) -> Self {
+        Stop::Error(e)
+    }
+}
+
+/// A pending `materialize(tensor)` call.
+#[derive(Clone, Copy)]
+struct Frame {
+    tensor: TensorId,
+    remat: bool,
+    /// Slice of `Replay::pending` holding the parents that were undefined.
+    first: usize,
+    end: usize,
+    /// Next undefined parent to handle.
+    next: usize,
+    /// A nested materialization of `pending[next]` is under way.
+    awaiting: bool,
+}
+
+/// The mutable state of one replay.
+struct Replay<'a> {
+    trace: &'a Trace,
+    cfg: &'a RunConfig,
+    never_access: i64,
+    // Per tensor.
+    defined: Vec<bool>,
+    // Per storage (indexed by root tensor id).
+    material: Vec<bool>,
+    ref_int: Vec<u32>,
+    ref_ext: Vec<u64>,
+    pinned: Vec<bool>,
+    retained: Vec<bool>,
+    last_access_int: Vec<i64>,
+    compute: Vec<u64>,
+    evict_count: Vec<u32>,
+    fwd: Vec<Region>,
+    rev: Vec<Region>,
+    eq: EqClasses,
+    eq_node: Vec<Option<u32>>,
+    pool: Pool,
+    /// Bytes of pool members that may be chosen (retained storages excluded).
+    evictable_bytes: u64,
+    // Global.
+    created: TensorId,
+    memory: u64,
+    clock: u64,
+    model_compute: u64,
+    remat_compute: u64,
+    max_memory: u64,
+    evictions: u64,
+    heuristic_evals: u64,
+    peak_pinned: u64,
+    depth_at_peak_pinned: u32,
+    max_depth: u32,
+    model_ops: u64,
+    fit_max: Option<u64>,
+    nofit_min: Option<u64>,
+    bottleneck: u64,
+    const_bytes: u64,
+    rng: SplitMix64,
+    frames: Vec<Frame>,
+    pending: Vec<TensorId>,
+    walk: Vec<u32>,
+    scratch: Vec<u32>,
+    events: Option<EventLog>,
+    regions_on: bool,
+    eq_on: bool,
+    line: usize,
+    /// The tensor whose materialization was requested last (what the
+    /// reference's records name at an OOM, even when a nested
+    /// rematerialization has already returned).
+    last_requested: TensorId,
+}
+
+/// Replay `trace` under `cfg`.
+pub fn simulate(trace: &Trace, cfg: &RunConfig) -> Result<RunResult, EngineError> {
+    let mut r = Replay::new(trace, cfg)?;
+    let stop = r.run();
+    r.finish(stop)
+}
+
+impl<'a> Replay<'a> {
+    fn new(trace: &'a Trace, cfg: &'a RunConfig) -> Result<Self, EngineError> {
+        let n = trace.tensors.len();
+        let mut retained = vec![false; n];
+        for &s in &cfg.retain {
+            let ok = (s as usize) < n && trace.tensors[s as usize].storage == s;
+            if !ok {
+                return Err(EngineError::InvalidArgument(format!(
+                    "retain: {s} is not a storage id of this trace (storage ids are root tensor ids)"
+                )));
+            }
+            retained[s as usize] = true;
+        }
+        let regions_on = cfg.heuristic.needs_regions();
+        let eq_on = cfg.heuristic.needs_eq_classes();
+        Ok(Replay {
+            trace,
+            cfg,
+            never_access: i64::MIN,
+            defined: vec![false; n],
+            material: vec![false; n],
+            ref_int: vec![0; n],
+            ref_ext: vec![0; n],
+            pinned: vec![false; n],
+            retained,
+            last_access_int: vec![i64::MIN; n],
+            compute: vec![0; n],
+            evict_count: vec![0; n],
+            fwd: if regions_on { vec![Region::default(); n] } else { Vec::new() },
+            rev: if regions_on { vec![Region::default(); n] } else { Vec::new() },
+            eq: EqClasses::default(),
+            eq_node: if eq_on { vec![None; n] } else { Vec::new() },
+            pool: Pool::new(n),
+            evictable_bytes: 0,
+            created: 0,
+            memory: 0,
+            clock: 1,
+            model_compute: 0,
+            remat_compute: 0,
+            max_memory: 0,
+            evictions: 0,
+            heuristic_evals: 0,
+            peak_pinned: 0,
+            depth_at_peak_pinned: 0,
+            max_depth: 0,
+            model_ops: 0,
+            fit_max: None,
+            nofit_min: None,
+            bottleneck: 0,
+            const_bytes: 0,
+            rng: SplitMix64::new(cfg.seed),
+            frames: Vec::new(),
+            pending: Vec::new(),
+            walk: Vec::new(),
+            scratch: Vec::new(),
+            events: if cfg.events { Some(EventLog::default()) } else { None },
+            regions_on,
+            eq_on,
+            line: 0,
+            last_requested: 0,
+        })
+    }
+
+    fn invalid(&self, message: String) -> Stop {
+        Stop::Error(EngineError::InvalidSchedule { line: self.line, message })
+    }
+
+    fn tensor_name(&self, t: TensorId) -> &str {
+        &self.trace.tensors[t as usize].name
+    }
+
+    #[inline]
+    fn storage(&self, t: TensorId) -> u32 {
+        self.trace.tensors[t as usize].storage
+    }
+
+    // ----- schedule -------------------------------------------------------
+
+    fn run(&mut self) -> Option<Stop> {
+        let trace = self.trace;
+        for (i, cmd) in trace.schedule.iter().enumerate() {
+            self.line = trace.schedule_lines[i];
+            let step = match *cmd {
+                Command::Compute(op) => self.compute_op(op),
+                Command::Get { tensor, pin: true } => self.get_pinned(tensor),
+                Command::Get { tensor, pin: false } => self.get_ref(tensor),
+                Command::Release(tensor) => self.release(tensor),
+            };
+            if let Err(stop) = step {
+                return Some(stop);
+            }
+        }
+        None
+    }
+
+    /// A model operator: create its outputs, materialize the first one.
+    fn compute_op(&mut self, op: u32) -> Result<(), Stop> {
+        self.model_ops += 1;
+        let trace = self.trace;
+        let o = &trace.ops[op as usize];
+        let outputs = o.first_output..o.first_output + o.n_outputs;
+        self.created = outputs.end;
+        for t in outputs.clone() {
+            let s = self.storage(t);
+            self.ref_ext[s as usize] += 1;
+            if s == t {
+                // A new storage.
+                self.compute[s as usize] = o.cost;
+                if self.eq_on {
+                    self.eq_node[s as usize] = Some(self.eq.make(0));
+                }
+            } else if !(o.first_output..t).any(|u| self.storage(u) == s) {
+                // An alias adds its operator's cost to the storage, once per operator.
+                self.compute[s as usize] += o.cost;
+            }
+            if o.is_constant {
+                self.const_bytes += trace.tensors[t as usize].size;
+            }
+        }
+        self.materialize(o.first_output, false)?;
+        for t in outputs {
+            let s = self.storage(t);
+            self.last_access_int[s as usize] = self.clock as i64;
+        }
+        Ok(())
+    }
+
+    fn get_pinned(&mut self, t: TensorId) -> Result<(), Stop> {
+        if !self.defined[t as usize] {
+            self.materialize(t, true)?;
+        }
+        let s = self.storage(t);
+        if !self.material[s as usize] {
+            return Err(self.invalid(format!("cannot pin {:?}: its storage is not resident", self.tensor_name(t))));
+        }
+        if !self.pinned[s as usize] {
+            self.lock(s);
+            self.pinned[s as usize] = true;
+        }
+        Ok(())
+    }
+
+    fn get_ref(&mut self, t: TensorId) -> Result<(), Stop> {
+        let s = self.storage(t);
+        if self.ref_ext[s as usize] == 0 {
+            return Err(self.invalid(format!(
+                "{:?} is referenced again after its last reference was released",
+                self.tensor_name(t)
+            )));
+        }
+        self.ref_ext[s as usize] += 1;
+        Ok(())
+    }
+
+    fn release(&mut self, t: TensorId) -> Result<(), Stop> {
+        let s = self.storage(t);
+        if self.ref_ext[s as usize] == 0 {
+            return Err(self.invalid(format!(
+                "{:?} is released more often than it was referenced",
+                self.tensor_name(t)
+            )));
+        }
+        self.ref_ext[s as usize] -= 1;
+        let si = s as usize;
+        if self.ref_ext[si] == 0 && self.material[si] && !self.pinned[si] && !self.retained[si] {
+            if self.ref_int[si] != 0 {
+                return Err(self.invalid(format!("{:?} is released while locked", self.tensor_name(t))));
+            }
+            self.evict(s, EventKind::EagerEvict, 0);
+        }
+        Ok(())
+    }
+
+    // ----- locks ----------------------------------------------------------
+
+    fn lock(&mut self, s: u32) {
+        if self.ref_int[s as usize] == 0 {
+            self.pool_remove(s);
+        }
+        self.ref_int[s as usize] += 1;
+    }
+
+    fn unlock(&mut self, s: u32) {
+        self.ref_int[s as usize] -= 1;
+        if self.ref_int[s as usize] == 0 {
+            self.pool_push(s);
+        }
+    }
+
+    fn pool_push(&mut self, s: u32) {
+        if self.pool.push_back(s) && !self.retained[s as usize] {
+            self.evictable_bytes += self.trace.storage_size(s);
+        }
+    }
+
+    fn pool_remove(&mut self, s: u32) {
+        if self.pool.remove(s) && !self.retained[s as usize] {
+            self.evictable_bytes -= self.trace.storage_size(s);
+        }
+    }
+
+    /// Resident bytes that no eviction can free right now.
+    #[inline]
+    fn pinned_bytes(&self) -> u64 {
+        self.memory - self.evictable_bytes
+    }
+
+    // ----- materialization ------------------------------------------------
+
+    /// Compare `memory + request` with the budget, recording the comparison
+    /// for the identical-budget interval.
+    #[inline]
+    fn fits(&mut self, request: u64) -> bool {
+        let need = self.memory + request;
+        match self.cfg.budget {
+            None => true,
+            Some(b) if need <= b => {
+                self.fit_max = Some(self.fit_max.map_or(need, |m| m.max(need)));
+                true
+            }
+            Some(_) => {
+                self.nofit_min = Some(self.nofit_min.map_or(need, |m| m.min(need)));
+                false
+            }
+        }
+    }
+
+    fn push_frame(&mut self, t: TensorId, remat: bool) {
+        let depth = self.frames.len() as u32 + 1;
+        self.last_requested = t;
+        self.max_depth = self.max_depth.max(depth);
+        let trace = self.trace;
+        let clock = self.clock as i64;
+        let parents = trace.parents(t);
+        for &p in parents {
+            let ps = self.storage(p);
+            self.last_access_int[ps as usize] = clock;
+        }
+        for &p in parents {
+            if self.defined[p as usize] {
+                let ps = self.storage(p);
+                self.lock(ps);
+            }
+        }
+        let first = self.pending.len();
+        for &p in parents {
+            if !self.defined[p as usize] {
+                self.pending.push(p);
+            }
+        }
+        let end = self.pending.len();
+        self.frames.push(Frame { tensor: t, remat, first, end, next: first, awaiting: false });
+    }
+
+    /// Materialize `t` (the reference's recursive `_materialize`), iteratively.
+    fn materialize(&mut self, t: TensorId, remat: bool) -> Result<(), Stop> {
+        let base = self.frames.len();
+        self.push_frame(t, remat);
+        while self.frames.len() > base {
+            let top = self.frames.len() - 1;
+            let Frame { tensor, remat, first, end, next, awaiting } = self.frames[top];
+            if awaiting || (next < end && self.defined[self.pending[next] as usize]) {
+                // The nested materialization finished, or a sibling
+                // rematerialization already defined this parent: lock it.
+                let f = &mut self.frames[top];
+                f.awaiting = false;
+                f.next += 1;
+                let ps = self.storage(self.pending[next]);
+                self.lock(ps);
+                continue;
+            }
+            if next < end {
+                self.frames[top].awaiting = true;
+                self.push_frame(self.pending[next], true);
+                continue;
+            }
+            self.run_operator(tensor, remat, top as u32 + 1)?;
+            self.frames.pop();
+            self.pending.truncate(first);
+        }
+        Ok(())
+    }
+
+    /// Steps 3-6 of materialize once every parent is resident and locked.
+    fn run_operator(&mut self, t: TensorId, remat: bool, depth: u32) -> Result<(), Stop> {
+        let trace = self.trace;
+        let op = trace.tensors[t as usize].op;
+        let request = trace.ops[op as usize].total_size;
+        self.sample_pinned(depth);
+        if !self.fits(request) {
+            self.free(request, depth)?;
+        }
+        self.compute_tensor(t, remat, depth);
+        for &p in trace.parents(t) {
+            let ps = self.storage(p);
+            self.unlock(ps);
+        }
+        if exceeds(self.remat_compute, self.cfg.remat_limit) {
+            return Err(Stop::Thrashed);
+        }
+        // Bottleneck: operator outputs plus the parents' op sizes.
+        let mut need = request;
+        for &p in trace.parents(t) {
+            need += trace.tensors[p as usize].size;
+        }
+        self.bottleneck = self.bottleneck.max(need);
+        Ok(())
+    }
+
+    fn sample_pinned(&mut self, depth: u32) {
+        let pinned = self.pinned_bytes();
+        if pinned > self.peak_pinned {
+            self.peak_pinned = pinned;
+            self.depth_at_peak_pinned = depth;
+        }
+    }
+
+    /// Evict victims until `request` more bytes fit.
+    fn free(&mut self, request: u64, depth: u32) -> Result<(), Stop> {
+        loop {
+            let Some(v) = self.choose() else {
+                self.sample_pinned(depth);
+                let pinned = self.pinned_bytes();
+                let budget = self.cfg.budget.unwrap_or(u64::MAX);
+                return Err(Stop::Oom(Fail {
+                    pinned,
+                    request,
+                    depth,
+                    over_by: self.memory + request - budget,
+                    model_op: self.model_ops,
+                    tensor_id: self.last_requested,
+                    tensor_name: self.tensor_name(self.last_requested).to_string(),
+                }));
+            };
+            self.evict(v, EventKind::Evict, depth);
+            if self.fits(request) {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Run the operator of `t`: the reference's `_compute`.
+    fn compute_tensor(&mut self, t: TensorId, remat: bool, depth: u32) {
+        let trace = self.trace;
+        let ti = &trace.tensors[t as usize];
+        let o = &trace.ops[ti.op as usize];
+        let outputs = o.first_output..o.first_output + o.n_outputs;
+        // Before: fresh storages = siblings then t whose storage is not resident.
+        let mut fresh = std::mem::take(&mut self.scratch);
+        fresh.clear();
+        for u in outputs.clone().filter(|&u| u != t).chain(std::iter::once(t)) {
+            let s = self.storage(u);
+            if !self.material[s as usize] && !fresh.contains(&s) {
+                fresh.push(s);
+            }
+        }
+        let dup_bytes: u64 = outputs
+            .clone()
+            .filter(|&u| u != t && self.defined[u as usize])
+            .map(|u| trace.tensors[u as usize].size)
+            .sum();
+
+        self.clock += o.cost;
+        self.memory += o.total_size;
+        self.max_memory = self.max_memory.max(self.memory);
+        for u in outputs {
+            if u == t || !self.defined[u as usize] {
+                self.defined[u as usize] = true;
+                let s = self.storage(u);
+                self.material[s as usize] = true;
+            }
+        }
+        if remat {
+            self.remat_compute += o.cost;
+        } else {
+            self.model_compute += o.cost;
+        }
+        self.memory -= dup_bytes;
+        for &s in &fresh {
+            self.pool_push(s);
+        }
+        if remat {
+            if let Some(ev) = self.events.as_mut() {
+                let pinned = self.memory - self.evictable_bytes;
+                let s = trace.tensors[t as usize].storage;
+                ev.push(EventKind::Remat, self.model_ops, depth, s, t, o.total_size, pinned, self.clock);
+            }
+        }
+        if self.regions_on {
+            self.rebuild_around(&fresh);
+        }
+        if self.eq_on {
+            for &s in &fresh {
+                if let Some(node) = self.eq_node[s as usize].take() {
+                    self.eq.add_to_class(node, -(self.compute[s as usize] as i128));
+                }
+            }
+        }
+        self.scratch = fresh;
+    }
+
+    /// Rebuild the regions of fresh storages, then of their frontiers.
+    fn rebuild_around(&mut self, fresh: &[u32]) {
+        let mut fwd_again: Vec<u32> = Vec::new();
+        let mut rev_again: Vec<u32> = Vec::new();
+        for &s in fresh {
+            self.rebuild(s, Direction::Forward);
+            self.rebuild(s, Direction::Reverse);
+            rev_again.extend(self.fwd[s as usize].frontier.iter().copied());
+            fwd_again.extend(self.rev[s as usize].frontier.iter().copied());
+        }
+        fwd_again.sort_unstable();
+        fwd_again.dedup();
+        rev_again.sort_unstable();
+        rev_again.dedup();
+        for s in fwd_again {
+            self.rebuild(s, Direction::Forward);
+        }
+        for s in rev_again {
+            self.rebuild(s, Direction::Reverse);
+        }
+    }
+
+    fn rebuild(&mut self, s: u32, dir: Direction) {
+        let g = GraphView { trace: self.trace, created: self.created, material: &self.material, compute: &self.compute };
+        let region = match dir {
+            Direction::Forward => &mut self.fwd[s as usize],
+            Direction::Reverse => &mut self.rev[s as usize],
+        };
+        region.rebuild(s, dir, &g, &mut self.walk);
+    }
+
+    // ----- eviction -------------------------------------------------------
+
+    fn evict(&mut self, s: u32, kind: EventKind, depth: u32) {
+        let trace = self.trace;
+        self.material[s as usize] = false;
+        for &t in trace.storage_tensors.get(s) {
+            if t >= self.created {
+                break;
+            }
+            self.defined[t as usize] = false;
+        }
+        let size = trace.storage_size(s);
+        self.memory -= size;
+        self.pool_remove(s);
+        self.evictions += 1;
+        self.evict_count[s as usize] += 1;
+        if let Some(ev) = self.events.as_mut() {
+            let pinned = self.memory - self.evictable_bytes;
+            ev.push(kind, self.model_ops, depth, s, s, size, pinned, self.clock);
+        }
+        if self.regions_on {
+            let own_fwd = std::mem::take(&mut self.fwd[s as usize]);
+            let own_rev = std::mem::take(&mut self.rev[s as usize]);
+            for &p in &own_rev.frontier {
+                self.fwd[p as usize].absorb(s, &own_fwd, &self.compute);
+            }
+            for &c in &own_fwd.frontier {
+                self.rev[c as usize].absorb(s, &own_rev, &self.compute);
+            }
+        }
+        if self.eq_on {
+            let node = self.eq.make(self.compute[s as usize] as i128);
+            self.eq_node[s as usize] = Some(node);
+            let mut neighbours = std::mem::take(&mut self.scratch);
+            neighbours.clear();
+            self.evicted_neighbours(s, &mut neighbours);
+            for &n in &neighbours {
+                if let Some(nn) = self.eq_node[n as usize] {
+                    self.eq.merge(nn, node);
+                }
+            }
+            self.scratch = neighbours;
+        }
+    }
+
+    /// Distinct evicted storages adjacent to `s` (parents' and children's).
+    fn evicted_neighbours(&self, s: u32, out: &mut Vec<u32>) {
+        let g = GraphView { trace: self.trace, created: self.created, material: &self.material, compute: &self.compute };
+        for dir in [Direction::Reverse, Direction::Forward] {
+            g.for_each_neighbour(s, dir, |n| {
+                if !self.material[n as usize] && n != s && !out.contains(&n) {
+                    out.push(n);
+                }
+            });
+        }
+    }
+
+    // ----- victim choice --------------------------------------------------
+
+    fn choose(&mut self) -> Option<u32> {
+        match self.cfg.heuristic {
+            Heuristic::Random => {
+                self.heuristic_evals += 1;
+                let candidates: Vec<u32> = self.pool.iter().filter(|&s| !self.retained[s as usize]).collect();
+                if candidates.is_empty() {
+                    return None;
+                }
+                let k = self.rng.below(candidates.len() as u64) as usize;
+                Some(candidates[k])
+            }
+            h => {
+                let mut best = f64::INFINITY;
+                let mut best_s = None;
+                let mut evals = 0;
+                // Scoring never changes the pool, so walk it directly.
+                for s in self.pool.iter() {
+                    if self.retained[s as usize] {
+                        continue;
+                    }
+                    evals += 1;
+                    let h_s = self.score(h, s);
+                    if h_s <= best {
+                        best = h_s;
+                        best_s = Some(s);
+                    }
+                    if h_s == 0.0 {
+                        break;
+                    }
+                }
+                self.heuristic_evals += evals;
+                best_s
+            }
+        }
+    }
+
+    fn score(&self, h: Heuristic, s: u32) -> f64 {
+        let si = s as usize;
+        let staleness = if self.last_access_int[si] == self.never_access {
+            None
+        } else {
+            Some((self.clock as i64 - self.last_access_int[si]) as u64)
+        };
+        match h {
+            Heuristic::Lru => {
+                if self.last_access_int[si] == self.never_access {
+                    f64::NEG_INFINITY
+                } else {
+                    self.last_access_int[si] as f64
+                }
+            }
+            Heuristic::Random => unreachable!("random choice has no score"),
+            Heuristic::Score { cost, size, stale } => {
+                let c = self.compute[si] as u128;
+                let cost = match cost {
+                    Cost::Neighbourhood => c + self.fwd[si].compute as u128 + self.rev[si].compute as u128,
+                    Cost::Msps => c + self.rev[si].compute as u128,
+                    Cost::Local => c,
+                    Cost::Unit => 1,
+                    Cost::EqClass => (c as i128 + self.eq_neighbour_sum(s)) as u128,
+                };
+                score(size, stale, Candidate { cost, size: self.trace.storage_size(s), staleness })
+            }
+        }
+    }
+
+    /// Sum of the values of the distinct classes of `s`'s evicted neighbours.
+    fn eq_neighbour_sum(&self, s: u32) -> i128 {
+        let mut neighbours = Vec::new();
+        self.evicted_neighbours(s, &mut neighbours);
+        let mut roots: Vec<u32> = Vec::with_capacity(neighbours.len());
+        for n in neighbours {
+            if let Some(node) = self.eq_node[n as usize] {
+                let r = self.eq.find(node);
+                if !roots.contains(&r) {
+                    roots.push(r);
+                }
+            }
+        }
+        roots.iter().map(|&r| self.eq.value_of_root(r)).sum()
+    }
+
+    // ----- result ---------------------------------------------------------
+
+    fn finish(self, stop: Option<Stop>) -> Result<RunResult, EngineError> {
+        let (status, fail) = match stop {
+            None => (RunStatus::Ok, None),
+            Some(Stop::Oom(f)) => (RunStatus::Oom, Some(f)),
+            Some(Stop::Thrashed) => (RunStatus::Thrashed, None),
+            Some(Stop::Error(e)) => return Err(e),
+        };
+        let evicted_ids: Vec<(u32, u32)> = self
+            .evict_count
+            .iter()
+            .enumerate()
+            .filter(|(_, &c)| c > 0)
+            .map(|(s, &c)| (s as u32, c))
+            .collect();
+        Ok(RunResult {
+            status,
+            budget: self.cfg.budget,
+            clock: self.clock,
+            model_compute: self.model_compute,
+            remat_compute: self.remat_compute,
+            max_memory: self.max_memory,
+            evictions: self.evictions,
+            evicted_ids,
+            heuristic_eval_count: self.heuristic_evals,
+            peak_pinned: self.peak_pinned,
+            depth_at_peak_pinned: self.depth_at_peak_pinned,
+            max_nesting_depth: self.max_depth,
+            model_ops: self.model_ops,
+            fail,
+            identical_budget_lo: self.fit_max,
+            identical_budget_hi: self.nofit_min.map(|u| u - 1),
+            bottleneck: self.bottleneck,
+            const_bytes: self.const_bytes,
+            events: self.events,
+        })
+    }
+}
+
+/// `remat > limit` with Python's exact int-float comparison.
+fn exceeds(remat: u64, limit: f64) -> bool {
+    if limit.is_nan() {
+        return false;
+    }
+    if limit == f64::INFINITY {
+        return false;
+    }
+    if limit < 0.0 {
+        return true;
+    }
+    if limit >= 18446744073709551616.0 {
+        return false;
+    }
+    remat > limit.floor() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::exceeds;
+
+    #[test]
+    fn cap_comparison_is_exact() {
+        assert!(!exceeds(10, 10.0));
+        assert!(exceeds(11, 10.5));
+        assert!(!exceeds(10, 10.5));
+        assert!(!exceeds(u64::MAX, f64::INFINITY));
+        assert!(exceeds(0, -1.0));
+    }
+}

@@ -1,0 +1,263 @@
+//! Python bindings of dtr-core: conversions only, no simulation logic.
+//!
+//! Every engine call releases the GIL (so Python threads replay in parallel)
+//! and runs under `catch_unwind`, so an engine bug surfaces as
+//! `dtrlab.EngineError` instead of aborting the interpreter.
+
+use dtr_core as core;
+use pyo3::create_exception;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, OnceLock};
+
+create_exception!(_engine, TraceError, PyValueError, "A trace file is malformed (names the file and line).");
+create_exception!(_engine, EngineError, PyRuntimeError, "The engine cannot perform a request.");
+
+fn to_py_err(e: core::EngineError) -> PyErr {
+    match e {
+        core::EngineError::Trace(t) => TraceError::new_err(t.to_string()),
+        core::EngineError::InvalidArgument(m) => PyValueError::new_err(m),
+        other => EngineError::new_err(other.to_string()),
+    }
+}
+
+/// Run `f` without the GIL; a panic becomes `EngineError`.
+fn guarded<T: Send>(py: Python<'_>, f: impl FnOnce() -> Result<T, core::EngineError> + Send) -> PyResult<T> {
+    let out = py.allow_threads(|| catch_unwind(AssertUnwindSafe(f)));
+    match out {
+        Ok(r) => r.map_err(to_py_err),
+        Err(payload) => {
+            let msg = payload
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "unknown panic".into());
+            Err(EngineError::new_err(format!("internal engine error (please report): {msg}")))
+        }
+    }
+}
+
+/// A parsed trace, shared by every replay; its baseline is computed once.
+#[pyclass(frozen, module = "dtrlab._engine")]
+struct Trace {
+    inner: Arc<core::Trace>,
+    baseline: OnceLock<core::Baseline>,
+}
+
+impl Trace {
+    fn baseline_of(&self, py: Python<'_>) -> PyResult<core::Baseline> {
+        if let Some(b) = self.baseline.get() {
+            return Ok(*b);
+        }
+        let t = self.inner.clone();
+        let b = guarded(py, move || core::baseline(&t))?;
+        Ok(*self.baseline.get_or_init(|| b))
+    }
+}
+
+#[pymethods]
+impl Trace {
+    /// Parse trace text; `source` names it in error messages.
+    #[staticmethod]
+    #[pyo3(signature = (text, source, start=false))]
+    fn parse(py: Python<'_>, text: String, source: String, start: bool) -> PyResult<Self> {
+        let trace = guarded(py, move || core::parse_trace(&source, &text, start).map_err(Into::into))?;
+        Ok(Trace { inner: Arc::new(trace), baseline: OnceLock::new() })
+    }
+
+    #[getter]
+    fn source(&self) -> String {
+        self.inner.source.clone()
+    }
+
+    #[getter]
+    fn n_ops(&self) -> usize {
+        self.inner.ops.len()
+    }
+
+    #[getter]
+    fn n_tensors(&self) -> usize {
+        self.inner.tensors.len()
+    }
+
+    #[getter]
+    fn n_commands(&self) -> usize {
+        self.inner.schedule.len()
+    }
+
+    /// Name in the trace of tensor `tensor_id`.
+    fn tensor_name(&self, tensor_id: usize) -> PyResult<String> {
+        self.inner
+            .tensors
+            .get(tensor_id)
+            .map(|t| t.name.clone())
+            .ok_or_else(|| PyValueError::new_err(format!("no tensor {tensor_id}")))
+    }
+
+    /// Storage (root tensor id) of tensor `tensor_id`.
+    fn storage_of(&self, tensor_id: usize) -> PyResult<u32> {
+        self.inner
+            .tensors
+            .get(tensor_id)
+            .map(|t| t.storage)
+            .ok_or_else(|| PyValueError::new_err(format!("no tensor {tensor_id}")))
+    }
+
+    /// Unique operator name (`"<name>/<k>"`) of the operator producing `tensor_id`.
+    fn op_name_of(&self, tensor_id: usize) -> PyResult<String> {
+        self.inner
+            .tensors
+            .get(tensor_id)
+            .map(|t| self.inner.ops[t.op as usize].name.clone())
+            .ok_or_else(|| PyValueError::new_err(format!("no tensor {tensor_id}")))
+    }
+
+    /// Size in bytes of storage `storage_id`.
+    fn storage_size(&self, storage_id: usize) -> PyResult<u64> {
+        match self.inner.tensors.get(storage_id) {
+            Some(t) if t.storage as usize == storage_id => Ok(t.size),
+            _ => Err(PyValueError::new_err(format!("{storage_id} is not a storage id"))),
+        }
+    }
+
+    /// `{"peak", "compute", "const", "bottleneck"}` of the infinite-budget run.
+    fn baseline<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let b = self.baseline_of(py)?;
+        let d = PyDict::new(py);
+        d.set_item("peak", b.peak)?;
+        d.set_item("compute", b.compute)?;
+        d.set_item("const", b.const_bytes)?;
+        d.set_item("bottleneck", b.bottleneck)?;
+        Ok(d)
+    }
+
+    /// Replay under a byte budget (or a ratio of the baseline peak) and return
+    /// a dict with the golden record's field names.
+    #[pyo3(signature = (budget=None, ratio=None, heuristic="DTR", cap=Some(60.0), seed=0, retain=Vec::new(), events=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn simulate<'py>(
+        &self,
+        py: Python<'py>,
+        budget: Option<u64>,
+        ratio: Option<f64>,
+        heuristic: &str,
+        cap: Option<f64>,
+        seed: u64,
+        retain: Vec<u32>,
+        events: bool,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let h = core::Heuristic::from_name(heuristic).ok_or_else(|| {
+            let names: Vec<&str> = core::HEURISTIC_NAMES.iter().map(|(n, _)| *n).collect();
+            PyValueError::new_err(format!("unknown heuristic {heuristic:?}; choose one of {}", names.join(", ")))
+        })?;
+        let base = self.baseline_of(py)?;
+        let budget = match (budget, ratio) {
+            (Some(_), Some(_)) => return Err(PyValueError::new_err("give budget or ratio, not both")),
+            (Some(b), None) => Some(b),
+            (None, Some(r)) => Some(core::budget_for_ratio(base.peak, r).map_err(to_py_err)?),
+            (None, None) => None,
+        };
+        let cfg = core::RunConfig {
+            budget,
+            heuristic: h,
+            remat_limit: core::remat_limit(base.compute, cap).map_err(to_py_err)?,
+            seed,
+            retain,
+            events,
+        };
+        let t = self.inner.clone();
+        let r = guarded(py, move || core::simulate(&t, &cfg))?;
+        result_dict(py, &r, &self.inner)
+    }
+}
+
+fn result_dict<'py>(py: Python<'py>, r: &core::RunResult, trace: &core::Trace) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("status", r.status.name())?;
+    d.set_item("budget", r.budget)?;
+    d.set_item("clock", r.clock)?;
+    d.set_item("model_compute", r.model_compute)?;
+    d.set_item("remat_compute", r.remat_compute)?;
+    d.set_item("overhead", r.overhead())?;
+    d.set_item("overhead_clock", r.overhead_clock())?;
+    d.set_item("max_memory", r.max_memory)?;
+    d.set_item("evictions", r.evictions)?;
+    d.set_item("distinct_evicted", r.distinct_evicted())?;
+    d.set_item("evictions_per_storage", r.evictions_per_storage())?;
+    d.set_item("heuristic_eval_count", r.heuristic_eval_count)?;
+    d.set_item("peak_pinned", r.peak_pinned)?;
+    d.set_item("depth_at_peak_pinned", r.depth_at_peak_pinned)?;
+    d.set_item("max_nesting_depth", r.max_nesting_depth)?;
+    d.set_item("model_ops", r.model_ops)?;
+    match &r.fail {
+        None => d.set_item("fail", py.None())?,
+        Some(f) => {
+            let fd = PyDict::new(py);
+            fd.set_item("pinned", f.pinned)?;
+            fd.set_item("request", f.request)?;
+            fd.set_item("depth", f.depth)?;
+            fd.set_item("over_by", f.over_by)?;
+            fd.set_item("model_op", f.model_op)?;
+            fd.set_item("tensor_id", f.tensor_id)?;
+            fd.set_item("tensor_name", &f.tensor_name)?;
+            fd.set_item("op_name", &trace.ops[trace.tensors[f.tensor_id as usize].op as usize].name)?;
+            d.set_item("fail", fd)?;
+        }
+    }
+    let interval = match (r.budget, r.identical_budget_lo) {
+        (None, _) => py.None(),
+        (Some(_), lo) => PyList::new(py, [lo.into_pyobject(py)?.into_any(), r.identical_budget_hi.into_pyobject(py)?.into_any()])?.into_any().unbind(),
+    };
+    d.set_item("identical_budget_interval", interval)?;
+    let ids: Vec<(u32, u32)> = r.evicted_ids.clone();
+    d.set_item("evicted_ids", ids)?;
+    match &r.events {
+        None => d.set_item("events", py.None())?,
+        Some(ev) => {
+            let e = PyDict::new(py);
+            let kinds: Vec<&str> = ev.kind.iter().map(|k| k.name()).collect();
+            e.set_item("kind", kinds)?;
+            e.set_item("model_op", ev.model_op.clone())?;
+            e.set_item("depth", ev.depth.clone())?;
+            e.set_item("storage_id", ev.storage.clone())?;
+            e.set_item("tensor_id", ev.tensor.clone())?;
+            e.set_item("size", ev.size.clone())?;
+            e.set_item("pinned", ev.pinned.clone())?;
+            e.set_item("clock", ev.clock.clone())?;
+            d.set_item("events", e)?;
+        }
+    }
+    Ok(d)
+}
+
+/// Names of every heuristic the engine accepts.
+#[pyfunction]
+fn heuristic_names() -> Vec<&'static str> {
+    core::HEURISTIC_NAMES.iter().map(|(n, _)| *n).collect()
+}
+
+/// `int(peak * ratio)`, exactly as the reference computes a budget.
+#[pyfunction]
+fn budget_for_ratio(peak: u64, ratio: f64) -> PyResult<u64> {
+    core::budget_for_ratio(peak, ratio).map_err(to_py_err)
+}
+
+/// For tests of the panic guard only: panics inside the engine boundary.
+#[pyfunction]
+fn _panic_for_test(py: Python<'_>) -> PyResult<()> {
+    guarded(py, || -> Result<(), core::EngineError> { panic!("deliberate test panic") })
+}
+
+#[pymodule]
+fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Trace>()?;
+    m.add_function(wrap_pyfunction!(heuristic_names, m)?)?;
+    m.add_function(wrap_pyfunction!(budget_for_ratio, m)?)?;
+    m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
+    m.add("TraceError", m.py().get_type::<TraceError>())?;
+    m.add("EngineError", m.py().get_type::<EngineError>())?;
+    m.add("ENGINE_VERSION", core::ENGINE_VERSION)?;
+    Ok(())
+}
