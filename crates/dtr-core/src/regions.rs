@@ -4,10 +4,10 @@
 //!
 //! Maintained incrementally exactly as the reference does: a storage's
 //! regions are rebuilt when it (re)materializes, absorbed into its frontier's
-//! regions when it is evicted.
+//! regions when it is evicted. Sets are plain vectors; membership during a
+//! walk is tested with generation-stamped marks (no hashing).
 
 use crate::trace::{TensorId, Trace};
-use rustc_hash::FxHashSet;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Direction {
@@ -15,11 +15,51 @@ pub enum Direction {
     Reverse,
 }
 
+/// Set elements are unique; their order carries no meaning.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Region {
-    pub interior: FxHashSet<u32>,
-    pub frontier: FxHashSet<u32>,
+    pub interior: Vec<u32>,
+    pub frontier: Vec<u32>,
     pub compute: u64,
+}
+
+/// Per-storage generation stamps: `mark(x)` is true once per generation.
+#[derive(Debug, Clone)]
+pub struct Marks {
+    stamp: Vec<u32>,
+    generation: u32,
+}
+
+impl Marks {
+    pub fn new(n: usize) -> Self {
+        Marks { stamp: vec![0; n], generation: 0 }
+    }
+
+    /// Start a new, empty set.
+    pub fn reset(&mut self) {
+        if self.generation == u32::MAX {
+            self.stamp.iter_mut().for_each(|s| *s = 0);
+            self.generation = 0;
+        }
+        self.generation += 1;
+    }
+
+    /// Insert `x`; true if it was not yet in the set.
+    #[inline]
+    pub fn insert(&mut self, x: u32) -> bool {
+        let s = &mut self.stamp[x as usize];
+        if *s == self.generation {
+            false
+        } else {
+            *s = self.generation;
+            true
+        }
+    }
+
+    #[inline]
+    pub fn contains(&self, x: u32) -> bool {
+        self.stamp[x as usize] == self.generation
+    }
 }
 
 /// What a region walk reads from the runtime.
@@ -32,24 +72,19 @@ pub struct GraphView<'a> {
 }
 
 impl GraphView<'_> {
-    /// Call `f` on the storage of every neighbour of every created tensor of `s`.
+    /// Call `f` on every storage adjacent to `s` in direction `dir` (through
+    /// created tensors; a view's link to its own storage is not a neighbour).
     #[inline]
     pub fn for_each_neighbour(&self, s: u32, dir: Direction, mut f: impl FnMut(u32)) {
-        let tr = self.trace;
-        for &t in tr.storage_tensors.get(s) {
-            if t >= self.created {
+        let links = match dir {
+            Direction::Forward => self.trace.storage_fwd.get(s),
+            Direction::Reverse => self.trace.storage_rev.get(s),
+        };
+        for &(activation, n) in links {
+            if activation >= self.created {
                 break;
             }
-            let next: &[TensorId] = match dir {
-                Direction::Forward => tr.children.get(t),
-                Direction::Reverse => tr.parents(t),
-            };
-            for &u in next {
-                if u >= self.created {
-                    break; // children are in creation order
-                }
-                f(tr.tensors[u as usize].storage);
-            }
+            f(n);
         }
     }
 }
@@ -62,19 +97,22 @@ impl Region {
     }
 
     /// Recompute from scratch for resident `base`.
-    pub fn rebuild(&mut self, base: u32, dir: Direction, g: &GraphView, stack: &mut Vec<u32>) {
+    pub fn rebuild(&mut self, base: u32, dir: Direction, g: &GraphView, marks: &mut Marks, stack: &mut Vec<u32>) {
         self.clear();
+        marks.reset();
+        marks.insert(base);
         stack.clear();
         stack.push(base);
         while let Some(s) = stack.pop() {
             g.for_each_neighbour(s, dir, |us| {
-                if g.material[us as usize] {
-                    if us != base {
-                        self.frontier.insert(us);
+                if marks.insert(us) {
+                    if g.material[us as usize] {
+                        self.frontier.push(us);
+                    } else {
+                        self.interior.push(us);
+                        self.compute += g.compute[us as usize];
+                        stack.push(us);
                     }
-                } else if self.interior.insert(us) {
-                    self.compute += g.compute[us as usize];
-                    stack.push(us);
                 }
             });
         }
@@ -82,16 +120,66 @@ impl Region {
 
     /// Absorb the just-evicted frontier storage `s`, whose same-direction
     /// region (as it was while resident) is `s_region`.
-    pub fn absorb(&mut self, s: u32, s_region: &Region, compute: &[u64]) {
-        self.frontier.remove(&s);
-        self.frontier.extend(s_region.frontier.iter().copied());
+    pub fn absorb(&mut self, s: u32, s_region: &Region, compute: &[u64], marks: &mut Marks) {
+        if let Some(i) = self.frontier.iter().position(|&x| x == s) {
+            self.frontier.swap_remove(i);
+        }
+        marks.reset();
+        for &x in &self.frontier {
+            marks.insert(x);
+        }
+        for &x in &s_region.frontier {
+            if marks.insert(x) {
+                self.frontier.push(x);
+            }
+        }
         // The absorbed storage itself always counts, as in the reference.
         self.compute += compute[s as usize];
+        marks.reset();
+        for &x in &self.interior {
+            marks.insert(x);
+        }
         for &x in &s_region.interior {
-            if x != s && self.interior.insert(x) {
+            if x != s && marks.insert(x) {
+                self.interior.push(x);
                 self.compute += compute[x as usize];
             }
         }
-        self.interior.insert(s);
+        if !marks.contains(s) {
+            self.interior.push(s);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn marks_are_sets_per_generation() {
+        let mut m = Marks::new(4);
+        m.reset();
+        assert!(m.insert(2));
+        assert!(!m.insert(2));
+        assert!(m.contains(2));
+        m.reset();
+        assert!(!m.contains(2));
+        assert!(m.insert(2));
+    }
+
+    #[test]
+    fn absorb_merges_frontier_and_interior_once() {
+        let compute = [0u64, 1, 10, 100, 1000, 10000];
+        let mut r = Region { interior: vec![1], frontier: vec![2, 3], compute: 1 };
+        let s_region = Region { interior: vec![1, 4], frontier: vec![3, 5], compute: 1001 };
+        let mut marks = Marks::new(6);
+        r.absorb(2, &s_region, &compute, &mut marks);
+        let mut f = r.frontier.clone();
+        f.sort();
+        let mut i = r.interior.clone();
+        i.sort();
+        assert_eq!(f, vec![3, 5]);
+        assert_eq!(i, vec![1, 2, 4]);
+        assert_eq!(r.compute, 1 + 10 + 1000);
     }
 }

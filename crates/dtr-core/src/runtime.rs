@@ -11,7 +11,7 @@ use crate::events::{EventKind, EventLog};
 use crate::heuristic::{score, Candidate, Cost, Heuristic};
 use crate::outcome::{Fail, RunResult, RunStatus};
 use crate::pool::Pool;
-use crate::regions::{Direction, GraphView, Region};
+use crate::regions::{Direction, GraphView, Marks, Region};
 use crate::rng::SplitMix64;
 use crate::trace::{Command, TensorId, Trace};
 
@@ -102,6 +102,7 @@ struct Replay<'a> {
     frames: Vec<Frame>,
     pending: Vec<TensorId>,
     walk: Vec<u32>,
+    marks: Marks,
     scratch: Vec<u32>,
     events: Option<EventLog>,
     regions_on: bool,
@@ -174,6 +175,7 @@ impl<'a> Replay<'a> {
             frames: Vec::new(),
             pending: Vec::new(),
             walk: Vec::new(),
+            marks: Marks::new(n),
             scratch: Vec::new(),
             events: if cfg.events { Some(EventLog::default()) } else { None },
             regions_on,
@@ -258,6 +260,11 @@ impl<'a> Replay<'a> {
         if !self.pinned[s as usize] {
             self.lock(s);
             self.pinned[s as usize] = true;
+            if self.regions_on {
+                // Never read again (see `regions_unused`): give the memory back.
+                self.fwd[s as usize] = Region::default();
+                self.rev[s as usize] = Region::default();
+            }
         }
         Ok(())
     }
@@ -535,12 +542,24 @@ impl<'a> Replay<'a> {
         fwd_again.dedup();
         rev_again.sort_unstable();
         rev_again.dedup();
+        // Fresh storages are always rebuilt: their frontiers say whom to revisit.
         for s in fwd_again {
-            self.rebuild(s, Direction::Forward);
+            if !self.regions_unused(s) {
+                self.rebuild(s, Direction::Forward);
+            }
         }
         for s in rev_again {
-            self.rebuild(s, Direction::Reverse);
+            if !self.regions_unused(s) {
+                self.rebuild(s, Direction::Reverse);
+            }
         }
+    }
+
+    /// Regions are read only while a storage can still be evicted: for a
+    /// pinned (or retained) storage they would be written and never read.
+    #[inline]
+    fn regions_unused(&self, s: u32) -> bool {
+        self.pinned[s as usize] || self.retained[s as usize]
     }
 
     fn rebuild(&mut self, s: u32, dir: Direction) {
@@ -549,7 +568,7 @@ impl<'a> Replay<'a> {
             Direction::Forward => &mut self.fwd[s as usize],
             Direction::Reverse => &mut self.rev[s as usize],
         };
-        region.rebuild(s, dir, &g, &mut self.walk);
+        region.rebuild(s, dir, &g, &mut self.marks, &mut self.walk);
     }
 
     // ----- eviction -------------------------------------------------------
@@ -576,10 +595,14 @@ impl<'a> Replay<'a> {
             let own_fwd = std::mem::take(&mut self.fwd[s as usize]);
             let own_rev = std::mem::take(&mut self.rev[s as usize]);
             for &p in &own_rev.frontier {
-                self.fwd[p as usize].absorb(s, &own_fwd, &self.compute);
+                if !self.regions_unused(p) {
+                    self.fwd[p as usize].absorb(s, &own_fwd, &self.compute, &mut self.marks);
+                }
             }
             for &c in &own_fwd.frontier {
-                self.rev[c as usize].absorb(s, &own_rev, &self.compute);
+                if !self.regions_unused(c) {
+                    self.rev[c as usize].absorb(s, &own_rev, &self.compute, &mut self.marks);
+                }
             }
         }
         if self.eq_on {

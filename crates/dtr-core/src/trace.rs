@@ -101,6 +101,42 @@ pub struct Trace {
     pub children: Csr,
     /// Per storage (root id): the tensors living in it, in creation order.
     pub storage_tensors: Csr,
+    /// Storage-level graph for region walks (self-loops of views dropped).
+    pub storage_fwd: StorageLinks,
+    pub storage_rev: StorageLinks,
+}
+
+/// Per storage, its distinct neighbour storages in one direction, each with
+/// the id of the tensor whose creation makes the link exist, sorted by it:
+/// a walk at creation cutoff `c` reads the prefix with ids below `c`.
+#[derive(Debug, Clone, Default)]
+pub struct StorageLinks {
+    offsets: Vec<u32>,
+    /// `(activating tensor id, neighbour storage)`.
+    links: Vec<(TensorId, u32)>,
+}
+
+impl StorageLinks {
+    fn build(n: usize, mut pairs: Vec<(u32, TensorId, u32)>) -> Self {
+        // (source, activation, target): keep the earliest link per target.
+        pairs.sort_unstable_by_key(|&(s, a, t)| (s, t, a));
+        pairs.dedup_by_key(|&mut (s, _, t)| (s, t));
+        pairs.sort_unstable_by_key(|&(s, a, t)| (s, a, t));
+        let mut offsets = vec![0u32; n + 1];
+        for &(s, _, _) in &pairs {
+            offsets[s as usize + 1] += 1;
+        }
+        for i in 0..n {
+            offsets[i + 1] += offsets[i];
+        }
+        let links = pairs.into_iter().map(|(_, a, t)| (a, t)).collect();
+        StorageLinks { offsets, links }
+    }
+
+    #[inline]
+    pub fn get(&self, s: u32) -> &[(TensorId, u32)] {
+        &self.links[self.offsets[s as usize] as usize..self.offsets[s as usize + 1] as usize]
+    }
 }
 
 impl Trace {
@@ -127,7 +163,24 @@ impl Trace {
         for (id, t) in tensors.iter().enumerate() {
             storage_tensors[t.storage as usize].push(id as TensorId);
         }
+        let mut fwd_pairs = Vec::new();
+        let mut rev_pairs = Vec::new();
+        for (o, inputs) in op_inputs.iter().enumerate() {
+            let op = &ops[o];
+            for u in op.first_output..op.first_output + op.n_outputs {
+                let su = tensors[u as usize].storage;
+                for &p in inputs {
+                    let sp = tensors[p as usize].storage;
+                    if sp != su {
+                        fwd_pairs.push((sp, u, su));
+                        rev_pairs.push((su, u, sp));
+                    }
+                }
+            }
+        }
         Trace {
+            storage_fwd: StorageLinks::build(n, fwd_pairs),
+            storage_rev: StorageLinks::build(n, rev_pairs),
             source,
             ops,
             tensors,
