@@ -1,0 +1,291 @@
+"""The engine's Python API: load a trace, compute its baseline, replay it.
+
+    >>> import dtrlab
+    >>> t = dtrlab.load_trace("resnet32")
+    >>> dtrlab.simulate(t, ratio=0.104).status
+    'oom'
+
+Results use the golden records' field names (``SimResult.to_dict()``).
+``engine="simrd"`` replays with the reference simulator instead (see
+:mod:`dtrlab.reference`), returning the same schema.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from dtrlab import _engine
+from dtrlab.exceptions import TraceError
+from dtrlab.traces import TRACE_FILES, resolve_trace
+
+TRACE_KEY_OF_FILE = {f: k for k, f in TRACE_FILES.items()}
+
+ENGINE_VERSION: str = _engine.ENGINE_VERSION
+HEURISTICS: tuple[str, ...] = tuple(_engine.heuristic_names())
+#: The paper's default overhead cap (remat_limit = compute * (cap - 1)).
+DEFAULT_CAP = 60.0
+
+
+class Trace:
+    """A parsed trace (immutable; share it between runs and threads)."""
+
+    def __init__(self, native: _engine.Trace, path: Path, start: bool):
+        self._native = native
+        self.path = path
+        self.start = start
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def key(self) -> str:
+        """The trace key (``lstm``, ...) for a public trace, else the file stem."""
+        return TRACE_KEY_OF_FILE.get(self.path.name, self.path.stem)
+
+    @property
+    def n_ops(self) -> int:
+        return self._native.n_ops
+
+    @property
+    def n_tensors(self) -> int:
+        return self._native.n_tensors
+
+    def tensor_name(self, tensor_id: int) -> str:
+        return self._native.tensor_name(tensor_id)
+
+    def storage_of(self, tensor_id: int) -> int:
+        return self._native.storage_of(tensor_id)
+
+    def storage_size(self, storage_id: int) -> int:
+        return self._native.storage_size(storage_id)
+
+    def op_name_of(self, tensor_id: int) -> str:
+        return self._native.op_name_of(tensor_id)
+
+    def __repr__(self) -> str:
+        return f"Trace({self.name!r}, ops={self.n_ops}, start={self.start})"
+
+
+def load_trace(path: str | os.PathLike, start: bool = False) -> Trace:
+    """Parse a trace file, or a trace key such as ``"lstm"`` (fetched if needed).
+
+    Raises :class:`dtrlab.TraceError` naming the file and line on bad input.
+    """
+    p = resolve_trace(path)
+    data = p.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise TraceError(f"{p.name}:{line}: not valid UTF-8 text") from None
+    return Trace(_engine.Trace.parse(text, p.name, start), p, start)
+
+
+def _as_trace(trace: Trace | str | os.PathLike, start: bool = False) -> Trace:
+    return trace if isinstance(trace, Trace) else load_trace(trace, start=start)
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """Figures of the infinite-budget replay."""
+
+    peak: int
+    compute: int
+    const: int
+    bottleneck: int
+
+    def to_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+def baseline(trace: Trace | str | os.PathLike) -> Baseline:
+    """Peak memory (the reference for budget ratios), compute, const, bottleneck."""
+    t = _as_trace(trace)
+    return Baseline(**t._native.baseline())
+
+
+#: Output fields in golden-record order (the ones every run reports).
+RESULT_FIELDS = (
+    "status",
+    "budget",
+    "clock",
+    "model_compute",
+    "remat_compute",
+    "overhead",
+    "overhead_clock",
+    "max_memory",
+    "evictions",
+    "distinct_evicted",
+    "evictions_per_storage",
+    "heuristic_eval_count",
+    "peak_pinned",
+    "depth_at_peak_pinned",
+    "max_nesting_depth",
+    "model_ops",
+    "fail",
+    "identical_budget_interval",
+)
+
+
+@dataclass(frozen=True)
+class SimResult:
+    """One replay. ``status`` is ``ok``, ``oom`` or ``thrashed``."""
+
+    trace: str
+    heuristic: str
+    ratio: float | None
+    cap: float | None
+    start: bool
+    seed: int
+    engine: str
+    status: str
+    budget: int | None
+    clock: int
+    model_compute: int
+    remat_compute: int
+    overhead: float | None
+    overhead_clock: float | None
+    max_memory: int
+    evictions: int
+    distinct_evicted: int
+    evictions_per_storage: float
+    heuristic_eval_count: int
+    peak_pinned: int
+    depth_at_peak_pinned: int
+    max_nesting_depth: int
+    model_ops: int
+    fail: dict | None
+    identical_budget_interval: tuple[int | None, int | None] | None
+    evicted_ids: tuple[tuple[int, int], ...] = field(repr=False)
+    events_columns: dict[str, list] | None = field(default=None, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def evictions_by_storage(self) -> dict[int, int]:
+        """Storage id -> times evicted (evicted storages only)."""
+        return dict(self.evicted_ids)
+
+    @property
+    def events(self):
+        """Every eviction and rematerialization as a pandas DataFrame, or None."""
+        if self.events_columns is None:
+            return None
+        import pandas as pd
+
+        return pd.DataFrame(self.events_columns)
+
+    @property
+    def eviction_sequence(self) -> list[tuple[int, int]] | None:
+        """``(model_op, storage_id)`` of every eviction in order (needs events)."""
+        ev = self.events_columns
+        if ev is None:
+            return None
+        return [(m, s) for k, m, s in zip(ev["kind"], ev["model_op"], ev["storage_id"]) if k != "remat"]
+
+    def to_dict(self, evicted_ids: bool = False) -> dict[str, Any]:
+        """The golden record's fields (plus the run's inputs)."""
+        d: dict[str, Any] = {
+            "trace": self.trace,
+            "heuristic": self.heuristic,
+            "ratio": self.ratio,
+            "cap": self.cap,
+            "start": self.start,
+        }
+        for k in RESULT_FIELDS:
+            v = getattr(self, k)
+            d[k] = list(v) if isinstance(v, tuple) else v
+        if self.heuristic in ("RandomStorage", "AbRandom"):
+            d["seed"] = self.seed
+        if evicted_ids:
+            d["evicted_ids"] = [list(x) for x in self.evicted_ids]
+        return d
+
+    def digest(self) -> str:
+        """sha256 of the canonical JSON of every decision-relevant figure."""
+        blob = json.dumps(self.to_dict(evicted_ids=True), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def simulate(
+    trace: Trace | str | os.PathLike,
+    budget: int | None = None,
+    ratio: float | None = None,
+    heuristic: str = "DTR",
+    cap: float | None = DEFAULT_CAP,
+    seed: int | None = None,
+    retain: Iterable[int] = (),
+    events: bool = False,
+    engine: str = "native",
+    start: bool = False,
+) -> SimResult:
+    """Replay ``trace`` under ``budget`` bytes or ``ratio`` of the baseline peak.
+
+    ``cap=None`` removes the overhead cap. ``seed`` seeds ``RandomStorage``
+    (default 0). ``retain`` lists storage ids that are never evicted.
+    ``events=True`` records every eviction and rematerialization.
+    ``start`` applies only when ``trace`` is a path or key.
+    """
+    if (budget is None) == (ratio is None):
+        raise ValueError("give exactly one of budget (bytes) or ratio (of the baseline peak)")
+    if heuristic not in HEURISTICS:
+        raise ValueError(f"unknown heuristic {heuristic!r}; choose one of {', '.join(HEURISTICS)}")
+    t = _as_trace(trace, start=start)
+    seed = 0 if seed is None else int(seed)
+    if engine == "native":
+        raw = t._native.simulate(
+            budget=budget,
+            ratio=ratio,
+            heuristic=heuristic,
+            cap=cap,
+            seed=seed,
+            retain=sorted(set(int(r) for r in retain)),
+            events=events,
+        )
+    elif engine == "simrd":
+        from dtrlab import reference
+
+        raw = reference.simulate(
+            t.path, start=t.start, budget=budget, ratio=ratio, heuristic=heuristic, cap=cap, seed=seed,
+            retain=tuple(retain), events=events,
+        )
+    else:
+        raise ValueError(f"unknown engine {engine!r} (native or simrd)")
+    interval = raw["identical_budget_interval"]
+    return SimResult(
+        trace=t.key,
+        heuristic=heuristic,
+        ratio=ratio,
+        cap=cap,
+        start=t.start,
+        seed=seed,
+        engine=engine,
+        status=raw["status"],
+        budget=raw["budget"],
+        clock=raw["clock"],
+        model_compute=raw["model_compute"],
+        remat_compute=raw["remat_compute"],
+        overhead=raw["overhead"],
+        overhead_clock=raw["overhead_clock"],
+        max_memory=raw["max_memory"],
+        evictions=raw["evictions"],
+        distinct_evicted=raw["distinct_evicted"],
+        evictions_per_storage=raw["evictions_per_storage"],
+        heuristic_eval_count=raw["heuristic_eval_count"],
+        peak_pinned=raw["peak_pinned"],
+        depth_at_peak_pinned=raw["depth_at_peak_pinned"],
+        max_nesting_depth=raw["max_nesting_depth"],
+        model_ops=raw["model_ops"],
+        fail=raw["fail"],
+        identical_budget_interval=None if interval is None else tuple(interval),
+        evicted_ids=tuple(tuple(x) for x in raw["evicted_ids"]),
+        events_columns=raw["events"],
+    )
