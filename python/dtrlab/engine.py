@@ -226,13 +226,16 @@ def simulate(
     events: bool = False,
     engine: str = "native",
     start: bool = False,
+    self_check: bool = False,
 ) -> SimResult:
     """Replay ``trace`` under ``budget`` bytes or ``ratio`` of the baseline peak.
 
     ``cap=None`` removes the overhead cap. ``seed`` seeds ``RandomStorage``
     (default 0). ``retain`` lists storage ids that are never evicted.
     ``events=True`` records every eviction and rematerialization.
-    ``start`` applies only when ``trace`` is a path or key.
+    ``start`` applies only when ``trace`` is a path or key. ``self_check``
+    makes the native engine verify its invariants after every command (slow;
+    a violation raises :class:`dtrlab.EngineError`).
     """
     if (budget is None) == (ratio is None):
         raise ValueError("give exactly one of budget (bytes) or ratio (of the baseline peak)")
@@ -249,6 +252,7 @@ def simulate(
             seed=seed,
             retain=sorted(set(int(r) for r in retain)),
             events=events,
+            self_check=self_check,
         )
     elif engine == "simrd":
         from dtrlab import reference

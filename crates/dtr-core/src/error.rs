@@ -33,6 +33,8 @@ pub enum EngineError {
     /// The schedule asks for something impossible (e.g. releasing a tensor that
     /// has no references left); names the trace line that issued the command.
     InvalidSchedule { line: usize, message: String },
+    /// A self-check found the engine's state inconsistent (a bug).
+    Invariant(String),
 }
 
 impl fmt::Display for EngineError {
@@ -43,6 +45,7 @@ impl fmt::Display for EngineError {
             EngineError::InvalidSchedule { line, message } => {
                 write!(f, "trace line {line}: {message}")
             }
+            EngineError::Invariant(m) => write!(f, "engine invariant violated: {m}"),
         }
     }
 }

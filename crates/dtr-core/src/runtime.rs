@@ -29,6 +29,10 @@ pub struct RunConfig {
     pub retain: Vec<u32>,
     /// Record every eviction and rematerialization.
     pub events: bool,
+    /// Verify invariants after every command (slow; for tests): regions equal
+    /// a from-scratch rebuild, the pool is exactly the resident, unlocked,
+    /// unpinned storages, and resident bytes fit the budget after an operator.
+    pub self_check: bool,
 }
 
 /// Why a replay stopped early.
@@ -212,6 +216,11 @@ impl<'a> Replay<'a> {
             };
             if let Err(stop) = step {
                 return Some(stop);
+            }
+            if self.cfg.self_check {
+                if let Err(e) = self.check_invariants() {
+                    return Some(Stop::Error(e));
+                }
             }
         }
         None
@@ -420,6 +429,12 @@ impl<'a> Replay<'a> {
             self.free(request, depth)?;
         }
         self.compute_tensor(t, remat, depth);
+        if self.cfg.self_check && self.cfg.budget.is_some_and(|b| self.memory > b) {
+            return Err(Stop::Error(EngineError::Invariant(format!(
+                "resident bytes {} exceed the budget after an operator",
+                self.memory
+            ))));
+        }
         for &p in trace.parents(t) {
             let ps = self.storage(p);
             self.unlock(ps);
@@ -714,6 +729,57 @@ impl<'a> Replay<'a> {
             }
         }
         roots.iter().map(|&r| self.eq.value_of_root(r)).sum()
+    }
+
+    // ----- self-check -----------------------------------------------------
+
+    fn check_invariants(&mut self) -> Result<(), EngineError> {
+        let bad = |m: String| Err(EngineError::Invariant(m));
+        let n = self.trace.tensors.len();
+        let mut pool_bytes = 0u64;
+        for s in 0..n as u32 {
+            if self.trace.tensors[s as usize].storage != s || s >= self.created {
+                continue;
+            }
+            let si = s as usize;
+            let expect = self.material[si] && self.ref_int[si] == 0 && !self.pinned[si];
+            if self.pool.contains(s) != expect {
+                return bad(format!("storage {s}: in pool = {}, expected {expect}", self.pool.contains(s)));
+            }
+            if self.pool.contains(s) && !self.retained[si] {
+                pool_bytes += self.trace.storage_size(s);
+            }
+            if self.regions_on && self.material[si] && !self.regions_unused(s) {
+                for dir in [Direction::Forward, Direction::Reverse] {
+                    let mut fresh = Region::default();
+                    let g = GraphView { trace: self.trace, created: self.created, material: &self.material, compute: &self.compute };
+                    fresh.rebuild(s, dir, &g, &mut self.marks, &mut self.walk);
+                    let kept = match dir {
+                        Direction::Forward => &self.fwd[si],
+                        Direction::Reverse => &self.rev[si],
+                    };
+                    let same = |a: &[u32], b: &[u32]| {
+                        let (mut a, mut b) = (a.to_vec(), b.to_vec());
+                        a.sort_unstable();
+                        b.sort_unstable();
+                        a == b
+                    };
+                    if kept.compute != fresh.compute
+                        || !same(&kept.interior, &fresh.interior)
+                        || !same(&kept.frontier, &fresh.frontier)
+                    {
+                        return bad(format!(
+                            "storage {s}: {dir:?} region (compute {}) differs from a rebuild (compute {})",
+                            kept.compute, fresh.compute
+                        ));
+                    }
+                }
+            }
+        }
+        if pool_bytes != self.evictable_bytes {
+            return bad(format!("pool bytes {} but counter says {}", pool_bytes, self.evictable_bytes));
+        }
+        Ok(())
     }
 
     // ----- result ---------------------------------------------------------

@@ -1,0 +1,5 @@
+import sys
+
+from dtrlab.cli import main
+
+sys.exit(main())

@@ -1,0 +1,105 @@
+"""Command line: ``dtrlab simulate``, ``dtrlab baseline``, ``dtrlab fetch``.
+
+TRACE is a trace file or a key (densenet, inception, lstm, resnet32,
+transformer, treelstm, unet, unroll_gan); keys are fetched and verified on
+first use. ``--json`` prints one JSON object with the golden field names.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from dtrlab import engine, traces
+from dtrlab.exceptions import ChecksumError, DownloadError, EngineError, ReferenceUnavailable, TraceError
+
+
+def _retain_list(text: str) -> list[int]:
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--retain takes comma-separated storage ids, got {text!r}") from None
+
+
+def _add_trace_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("trace", metavar="TRACE", help="trace file or key: " + ", ".join(traces.TRACE_KEYS))
+    p.add_argument("--start", action="store_true", help="skip lines up to the ANNOTATE START marker")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="dtrlab", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", action="version", version=f"dtrlab engine {engine.ENGINE_VERSION}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    sim = sub.add_parser("simulate", help="replay a trace under a memory budget")
+    _add_trace_args(sim)
+    size = sim.add_mutually_exclusive_group(required=True)
+    size.add_argument("--ratio", type=float, help="budget as a fraction of the baseline peak")
+    size.add_argument("--budget", type=int, help="budget in bytes")
+    sim.add_argument("--heuristic", default="DTR", choices=engine.HEURISTICS, metavar="H",
+                     help="eviction heuristic (simrd's names; default DTR)")
+    caps = sim.add_mutually_exclusive_group()
+    caps.add_argument("--cap", type=float, default=engine.DEFAULT_CAP,
+                      help="overhead cap: stop as 'thrashed' past cap x compute (default 60)")
+    caps.add_argument("--no-cap", action="store_true", help="no overhead cap")
+    sim.add_argument("--seed", type=int, default=None, help="seed of RandomStorage (default 0)")
+    sim.add_argument("--retain", type=_retain_list, default=[], metavar="ID,...",
+                     help="storage ids never evicted (a causal intervention)")
+    sim.add_argument("--engine", choices=("native", "simrd"), default="native",
+                     help="simrd: the reference simulator from DTRLAB_SIMRD")
+    sim.add_argument("--evicted-ids", action="store_true", help="include per-storage eviction counts")
+
+    base = sub.add_parser("baseline", help="infinite-budget figures: peak, compute, const, bottleneck")
+    _add_trace_args(base)
+
+    fetch = sub.add_parser("fetch", help="download (or copy from a mirror), verify and extract the traces")
+    fetch.add_argument("--dest", default=None, help=f"folder for the traces (default ${traces.DATA_ENV} or data/traces)")
+    fetch.add_argument("--mirror", default=None, help=f"local logs.zip or URL (default ${traces.MIRROR_ENV})")
+    return parser
+
+
+def _print_human(d: dict) -> None:
+    width = max(len(k) for k in d)
+    for k, v in d.items():
+        if isinstance(v, dict):
+            v = ", ".join(f"{a}={b}" for a, b in v.items())
+        print(f"{k:<{width}}  {v}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "fetch":
+            dest = traces.ensure_traces(args.dest, mirror=args.mirror)
+            print(f"traces verified in {dest}")
+            return 0
+        trace = engine.load_trace(args.trace, start=args.start)
+        if args.command == "baseline":
+            out = {"trace": trace.key, "start": trace.start, **engine.baseline(trace).to_dict()}
+        else:
+            result = engine.simulate(
+                trace,
+                budget=args.budget,
+                ratio=args.ratio,
+                heuristic=args.heuristic,
+                cap=None if args.no_cap else args.cap,
+                seed=args.seed,
+                retain=args.retain,
+                engine=args.engine,
+            )
+            out = result.to_dict(evicted_ids=args.evicted_ids)
+    except (TraceError, ChecksumError, DownloadError, ReferenceUnavailable, EngineError, FileNotFoundError,
+            ValueError) as e:
+        print(f"dtrlab: error: {e}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(out, sort_keys=False))
+    else:
+        _print_human(out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
