@@ -1,0 +1,50 @@
+"""Shared fixtures: verified public traces (from the mirror) and golden records."""
+
+from __future__ import annotations
+
+import json
+import os
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+import dtrlab
+from dtrlab import traces
+
+GOLDEN = Path(__file__).parent / "golden"
+SYNTHETIC = GOLDEN / "synthetic"
+
+# Hypothesis: a fast profile by default, a thorough one with DTRLAB_HYPOTHESIS=thorough.
+settings.register_profile("fast", max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("thorough", max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("DTRLAB_HYPOTHESIS", "fast"))
+
+
+def golden_records(name: str) -> list[dict]:
+    with open(GOLDEN / name) as f:
+        return [json.loads(line) for line in f]
+
+
+@pytest.fixture(scope="session")
+def trace_dir() -> Path:
+    """The eight public traces, fetched from the mirror and sha256-verified."""
+    return traces.ensure_traces()
+
+
+@lru_cache(maxsize=None)
+def _load(path: str, start: bool) -> dtrlab.Trace:
+    return dtrlab.load_trace(path, start=start)
+
+
+@pytest.fixture(scope="session")
+def load(trace_dir):
+    """Load (once per session) a public trace by key or a file by path."""
+
+    def get(key_or_path: str, start: bool = False) -> dtrlab.Trace:
+        if key_or_path in traces.TRACE_FILES:
+            return _load(str(trace_dir / traces.TRACE_FILES[key_or_path]), start)
+        return _load(str(key_or_path), start)
+
+    return get

@@ -1,0 +1,106 @@
+"""The Python API on the public traces: baseline, ratios, results, events,
+retention, heuristics, determinism, threads."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+import dtrlab
+from conftest import golden_records
+
+
+def test_baseline_to_dict(load):
+    b = dtrlab.baseline(load("lstm"))
+    assert b.to_dict() == {"peak": 5_595_127_736, "compute": 769_458_833, "const": 194_424_928, "bottleneck": 69_360_000}
+
+
+def test_ratio_budget_is_int_of_peak_times_ratio(load):
+    r = dtrlab.simulate(load("resnet32"), ratio=0.104)
+    assert r.budget == 1_046_362_683 == int(10_061_179_648 * 0.104)
+
+
+def test_to_dict_uses_golden_field_names(load):
+    d = dtrlab.simulate(load("resnet32"), ratio=0.104).to_dict()
+    golden = golden_records("resnet32_dtr_fine.jsonl")[0]
+    assert set(golden) - {"kind", "source", "baseline_runtime", "baseline_peak"} <= set(d)
+    assert d["trace"] == "resnet32"
+
+
+def test_events_agree_with_counters(load):
+    r = dtrlab.simulate(load("resnet32"), ratio=0.101, events=True)
+    ev = r.events
+    evictions = ev[ev.kind != "remat"]
+    assert len(evictions) == r.evictions
+    assert evictions.groupby("storage_id").size().to_dict() == r.evictions_by_storage
+    assert ev[ev.kind == "remat"]["size"].sum() > 0
+    assert ev["depth"].max() <= r.max_nesting_depth
+    assert list(ev.columns) == ["kind", "model_op", "depth", "storage_id", "tensor_id", "size", "pinned", "clock"]
+    seq = golden_records("resnet32_eviction_sequences.jsonl")[0]
+    assert seq["ratio"] == 0.101
+    assert [list(x) for x in r.eviction_sequence] == seq["eviction_sequence"]
+
+
+def test_retaining_the_failing_storage_changes_the_outcome(load):
+    """The C4 intervention: never evict the storage the failing operator needs."""
+    trace = load("resnet32")
+    r = dtrlab.simulate(trace, ratio=0.104)
+    assert r.status == "oom" and r.fail["tensor_id"] == 190
+    storage = trace.storage_of(r.fail["tensor_id"])
+    retained = dtrlab.simulate(trace, ratio=0.104, retain=[storage], events=True)
+    assert storage not in retained.evictions_by_storage
+    assert retained.digest() != r.digest()
+
+
+def test_every_heuristic_runs(load):
+    trace = load("unet")
+    statuses = {h: dtrlab.simulate(trace, ratio=0.5, heuristic=h).status for h in dtrlab.HEURISTICS}
+    assert set(statuses.values()) <= {"ok", "oom", "thrashed"}
+    assert len(statuses) == 23
+
+
+def test_aliases_give_identical_runs(load):
+    trace = load("resnet32")
+    for a, b in [("DTR", "AbESizeStale"), ("DTRLocal", "AbLocalSizeStale"), ("DTREqClass", "AbEqSizeStale"),
+                 ("LargestStorage", "AbSize")]:
+        ra = dtrlab.simulate(trace, ratio=0.3, heuristic=a).to_dict(evicted_ids=True)
+        rb = dtrlab.simulate(trace, ratio=0.3, heuristic=b).to_dict(evicted_ids=True)
+        ra.pop("heuristic"), rb.pop("heuristic")
+        assert ra == rb
+
+
+def test_random_storage_is_seeded(load):
+    trace = load("resnet32")
+    runs = [dtrlab.simulate(trace, ratio=0.3, heuristic="RandomStorage", seed=s, events=True) for s in (1, 1, 2)]
+    assert runs[0].digest() == runs[1].digest()
+    assert runs[0].events_columns == runs[1].events_columns
+    assert runs[0].digest() != runs[2].digest()
+
+
+def test_repeats_are_identical(load):
+    trace = load("lstm")
+    digests = {dtrlab.simulate(trace, ratio=0.265).digest() for _ in range(3)}
+    assert len(digests) == 1
+
+
+def test_threads_replay_in_parallel_with_identical_results(load):
+    trace = load("resnet32")
+    ratios = [0.09 + 0.002 * i for i in range(12)]
+    serial = [dtrlab.simulate(trace, ratio=r).digest() for r in ratios]
+    with ThreadPoolExecutor(4) as pool:
+        threaded = list(pool.map(lambda r: dtrlab.simulate(trace, ratio=r).digest(), ratios))
+    assert threaded == serial
+
+
+def test_start_flag_loads_from_the_marker(load):
+    a, b = load("resnet32", start=False), load("resnet32", start=True)
+    assert a.n_ops == b.n_ops  # public traces begin with START
+    assert dtrlab.baseline(a) == dtrlab.baseline(b)
+
+
+@pytest.mark.parametrize("key", ["densenet", "inception", "transformer", "treelstm", "unet", "unroll_gan"])
+def test_other_traces_replay_under_pressure(key, load):
+    r = dtrlab.simulate(load(key), ratio=0.5, self_check=False)
+    assert r.status in {"ok", "oom", "thrashed"}
+    assert r.max_memory <= r.budget

@@ -1,0 +1,88 @@
+"""Deep rematerialization chains and engine faults never crash the interpreter."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import dtrlab
+from dtrlab import _engine
+
+N_CHAIN = 100_000
+
+
+def _chain(tmp_path, n: int = N_CHAIN):
+    """x0 (constant) -> x1 -> ... -> xn, each released once its successor exists
+    (so it is evicted eagerly); xn is released too, a 150-byte constant w is
+    pinned, then `y = g(xn)` rematerializes the whole chain, n levels deep."""
+    lines = ['{"INSTRUCTION":"CONSTANT","NAME":"x0"}', '{"INSTRUCTION":"MEMORY","NAME":"x0","MEMORY":"8"}']
+    for i in range(1, n + 1):
+        lines.append(json.dumps({"INSTRUCTION": "CALL", "NAME": "f", "ARGS": [f"x{i-1}"], "RESULT": [f"x{i}"], "TIME": 1}))
+        lines.append(json.dumps({"INSTRUCTION": "MEMORY", "NAME": f"x{i}", "MEMORY": "100"}))
+        lines.append(json.dumps({"INSTRUCTION": "ALIAS", "NAME": f"x{i}", "ALIAS": "-1"}))
+        if i > 1:
+            lines.append(json.dumps({"INSTRUCTION": "RELEASE", "NAME": f"x{i-1}"}))
+    lines.append(json.dumps({"INSTRUCTION": "RELEASE", "NAME": f"x{n}"}))
+    lines.append('{"INSTRUCTION":"CONSTANT","NAME":"w"}')
+    lines.append('{"INSTRUCTION":"MEMORY","NAME":"w","MEMORY":"150"}')
+    lines.append(json.dumps({"INSTRUCTION": "CALL", "NAME": "g", "ARGS": [f"x{n}"], "RESULT": ["y"], "TIME": 1}))
+    lines.append('{"INSTRUCTION":"MEMORY","NAME":"y","MEMORY":"100"}')
+    lines.append('{"INSTRUCTION":"ALIAS","NAME":"y","ALIAS":"-1"}')
+    path = tmp_path / "chain.log"
+    path.write_text("\n".join(lines) + "\n")
+    return dtrlab.load_trace(path)
+
+
+@pytest.fixture(scope="module")
+def chain(tmp_path_factory):
+    return _chain(tmp_path_factory.mktemp("chain"))
+
+
+# LRU keeps no evicted-neighbourhood regions, whose upkeep along a fully
+# evicted chain is quadratic (as in the reference); depth is what is tested.
+def test_deep_chain_completes_at_a_tiny_budget(chain):
+    # Constants (158 B) plus two chain tensors: just enough to walk the chain.
+    r = dtrlab.simulate(chain, budget=158 + 200, cap=None, heuristic="LRU")
+    assert r.status == "ok"
+    assert r.max_nesting_depth == N_CHAIN + 1  # y, then x_n ... x_1
+    assert r.remat_compute == N_CHAIN
+
+
+def test_deep_chain_fails_cleanly_at_the_bottom(chain):
+    # The forward pass fits (8 + 200 B); the rematerialization, with w pinned, does not.
+    r = dtrlab.simulate(chain, budget=300, cap=None, heuristic="LRU")
+    assert r.status == "oom"
+    assert r.fail["depth"] == N_CHAIN  # computing x2 with x1 locked, under y, xn, ..., x3
+    assert (r.fail["request"], r.fail["over_by"], r.fail["pinned"]) == (100, 58, 258)
+    assert r.fail["tensor_name"] == "x1"  # the last materialization requested
+
+
+def test_deep_chain_thrashes_under_a_cap(chain):
+    r = dtrlab.simulate(chain, budget=158 + 200, cap=1.5, heuristic="LRU")
+    assert r.status == "thrashed"
+    assert r.remat_compute > (N_CHAIN + 1) * 0.5
+
+
+def test_engine_panic_becomes_an_exception():
+    with pytest.raises(dtrlab.EngineError, match="internal engine error"):
+        _engine._panic_for_test()
+    # The interpreter and the engine are still usable afterwards.
+    assert "DTR" in _engine.heuristic_names()
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(ratio=0.5, heuristic="Nope"), "unknown heuristic"),
+        (dict(ratio=-1.0), "ratio must be"),
+        (dict(ratio=float("nan")), "ratio must be"),
+        (dict(), "exactly one of budget"),
+        (dict(budget=10, ratio=0.5), "exactly one of budget"),
+        (dict(budget=10, retain=[10**9]), "not a storage id"),
+        (dict(budget=10, engine="other"), "unknown engine"),
+    ],
+)
+def test_bad_arguments_are_value_errors(kwargs, message, load):
+    with pytest.raises(ValueError, match=message):
+        dtrlab.simulate(load("unet"), **kwargs)
