@@ -65,8 +65,9 @@ def _import_simrd(path: str | os.PathLike | None):
         sys.path.insert(0, root)
     parse = importlib.import_module("simrd.parse")
     heuristic = importlib.import_module("simrd.heuristic")
+    ablation = importlib.import_module("simrd.heuristic.ablation")
     runtime = importlib.import_module("simrd.runtime")
-    return parse, heuristic, runtime
+    return parse, (heuristic, ablation), runtime
 
 
 class _Observer:
@@ -123,19 +124,23 @@ class _ObservedBudget:
 
 
 class _BytePool(list):
-    """The evictable pool, keeping the total size of its members."""
+    """The evictable pool, keeping the total size of its members that may be
+    evicted (retained storages count as pinned, as in the native engine)."""
 
-    def __init__(self) -> None:
+    def __init__(self, retain: frozenset[int]) -> None:
         super().__init__()
         self.bytes = 0
+        self.retain = retain
 
     def append(self, s) -> None:
         super().append(s)
-        self.bytes += s.size
+        if s.root_id not in self.retain:
+            self.bytes += s.size
 
     def remove(self, s) -> None:
         super().remove(s)
-        self.bytes -= s.size
+        if s.root_id not in self.retain:
+            self.bytes -= s.size
 
 
 def _observed_runtime(runtime_mod, obs: _Observer, retain: frozenset[int]):
@@ -236,14 +241,16 @@ def _run(path, start, budget, heuristic_name, remat_limit, retain, events, simrd
     obs = _Observer()
     if events:
         obs.events = {k: [] for k in ("kind", "model_op", "depth", "storage_id", "tensor_id", "size", "pinned", "clock")}
-    heuristic = getattr(heuristic_mod, heuristic_name)()
+    main, ablation = heuristic_mod
+    heuristic = getattr(main, heuristic_name, None) or getattr(ablation, heuristic_name)
+    heuristic = heuristic()
     if retain:
         heuristic = _RetainingHeuristic(heuristic, retain)
     rt_ref: list = []
     limit = budget if budget is None else _ObservedBudget(budget, obs, rt_ref)
     Observed = _observed_runtime(runtime_mod, obs, retain)
     rt = Observed(math.inf if limit is None else limit, heuristic, remat_limit=remat_limit)
-    rt.storage_pool = _BytePool()
+    rt.storage_pool = _BytePool(retain)
     rt_ref.append(rt)
     status, fail = "ok", None
     try:
@@ -329,7 +336,7 @@ def simulate(
     )
     s = rt.telemetry.summary
     model, remat = s["model_compute"], s["remat_compute"]
-    ok = status == "ok"
+    ok = status == "ok" and model > 0  # overhead is undefined without model compute
     distinct = len(obs.evictions)
     return {
         "status": status,

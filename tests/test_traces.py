@@ -1,0 +1,85 @@
+"""Download, verification and extraction of the public traces."""
+
+from __future__ import annotations
+
+import hashlib
+import zipfile
+
+import pytest
+
+from dtrlab import traces
+from dtrlab.exceptions import ChecksumError, DownloadError
+
+
+@pytest.fixture(scope="module")
+def mirror():
+    m = traces.default_mirror()
+    if m is None:
+        pytest.skip("no artifact mirror (set DTRLAB_ARTIFACT_MIRROR)")
+    return m
+
+
+def test_fetch_from_mirror_verifies_and_writes(tmp_path, mirror):
+    dest = traces.fetch_archive(tmp_path / "logs.zip", mirror=mirror, url="")
+    assert traces.sha256_file(dest) == traces.ARTIFACT_SHA256
+    paths = traces.extract_traces(dest, tmp_path / "out")
+    assert set(paths) == set(traces.TRACE_KEYS)
+    for key, p in paths.items():
+        assert traces.sha256_file(p) == traces.FILE_SHA256[traces.TRACE_FILES[key]]
+    assert traces.traces_present(tmp_path / "out")
+
+
+def test_tampered_archive_is_rejected_and_nothing_is_written(tmp_path, mirror):
+    data = bytearray(open(mirror, "rb").read())
+    data[len(data) // 2] ^= 0xFF
+    bad = tmp_path / "tampered.zip"
+    bad.write_bytes(bytes(data))
+    out = tmp_path / "dest"
+    with pytest.raises(ChecksumError, match="nothing was written"):
+        traces.fetch_archive(out / "logs.zip", mirror=str(bad), url="")
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_truncated_archive_is_rejected_and_nothing_is_written(tmp_path, mirror):
+    data = open(mirror, "rb").read()
+    bad = tmp_path / "truncated.zip"
+    bad.write_bytes(data[: len(data) // 3])
+    out = tmp_path / "dest"
+    with pytest.raises(ChecksumError):
+        traces.fetch_archive(out / "logs.zip", mirror=str(bad), url="")
+    with pytest.raises(ChecksumError):
+        traces.extract_traces(bad, out)
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_extraction_checks_each_file(tmp_path, mirror):
+    """An archive whose zip checksum we accept but with one trace altered."""
+    src = zipfile.ZipFile(mirror)
+    forged = tmp_path / "forged.zip"
+    with zipfile.ZipFile(forged, "w") as z:
+        for info in src.infolist():
+            data = src.read(info.filename)
+            if info.filename.endswith("unet-6-8000000000.0-2020-10-1-10-57-18-default.log"):
+                data = data.replace(b'"TIME":', b'"TIME": ', 1)
+            z.writestr(info.filename, data)
+    out = tmp_path / "out"
+    with pytest.raises(ChecksumError, match="unet-6.*expected"):
+        traces.extract_traces(forged, out)
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_unreachable_sources_are_a_download_error(tmp_path):
+    with pytest.raises(DownloadError, match="no source"):
+        traces.fetch_archive(tmp_path / "x.zip", mirror=str(tmp_path / "missing.zip"), url="", retries=1)
+    assert not (tmp_path / "x.zip").exists()
+
+
+def test_file_url_mirror(tmp_path, mirror):
+    dest = traces.fetch_archive(tmp_path / "logs.zip", mirror=f"file://{mirror}", url="")
+    assert hashlib.sha256(dest.read_bytes()).hexdigest() == traces.ARTIFACT_SHA256
+
+
+def test_resolve_trace_keys_and_paths(trace_dir, tmp_path):
+    assert traces.resolve_trace("lstm", trace_dir).name == traces.TRACE_FILES["lstm"]
+    with pytest.raises(FileNotFoundError, match="use a key"):
+        traces.resolve_trace(tmp_path / "nope.log")
