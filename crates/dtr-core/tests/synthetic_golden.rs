@@ -1,0 +1,82 @@
+//! The pure-Rust core against the reference records of the 40 synthetic
+//! traces (tests/golden/synthetic): every field, eviction sequences included.
+
+use dtr_core::{baseline, budget_for_ratio, parse_trace, remat_limit, simulate, Heuristic, RunConfig, RunResult};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+fn golden_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/golden/synthetic")
+}
+
+fn as_record(r: &RunResult) -> HashMap<&'static str, Value> {
+    let fail = r.fail.as_ref().map_or(Value::Null, |f| {
+        json!({"pinned": f.pinned, "request": f.request, "depth": f.depth, "over_by": f.over_by,
+               "model_op": f.model_op, "tensor_id": f.tensor_id, "tensor_name": f.tensor_name})
+    });
+    let seq: Vec<Value> =
+        r.events.as_ref().unwrap().eviction_sequence().into_iter().map(|(m, s)| json!([m, s])).collect();
+    HashMap::from([
+        ("status", json!(r.status.name())),
+        ("budget", json!(r.budget)),
+        ("clock", json!(r.clock)),
+        ("model_compute", json!(r.model_compute)),
+        ("remat_compute", json!(r.remat_compute)),
+        ("overhead", json!(r.overhead())),
+        ("overhead_clock", json!(r.overhead_clock())),
+        ("max_memory", json!(r.max_memory)),
+        ("evictions", json!(r.evictions)),
+        ("distinct_evicted", json!(r.distinct_evicted())),
+        ("evictions_per_storage", json!(r.evictions_per_storage())),
+        ("heuristic_eval_count", json!(r.heuristic_eval_count)),
+        ("peak_pinned", json!(r.peak_pinned)),
+        ("depth_at_peak_pinned", json!(r.depth_at_peak_pinned)),
+        ("max_nesting_depth", json!(r.max_nesting_depth)),
+        ("model_ops", json!(r.model_ops)),
+        ("fail", fail),
+        ("identical_budget_interval", json!([r.identical_budget_lo, r.identical_budget_hi])),
+        ("eviction_sequence", json!(seq)),
+    ])
+}
+
+#[test]
+fn every_synthetic_record_matches() {
+    let dir = golden_dir();
+    let text = std::fs::read_to_string(dir.join("golden.jsonl")).expect("tests/golden/synthetic/golden.jsonl");
+    let mut traces = HashMap::new();
+    let (mut runs, mut baselines) = (0, 0);
+    for line in text.lines() {
+        let rec: Value = serde_json::from_str(line).unwrap();
+        let name = rec["trace"].as_str().unwrap().to_string();
+        let trace = traces.entry(name.clone()).or_insert_with(|| {
+            let log = std::fs::read_to_string(dir.join(format!("{name}.log"))).unwrap();
+            parse_trace(&format!("{name}.log"), &log, false).unwrap()
+        });
+        let base = baseline(trace).unwrap();
+        if rec["kind"] == "baseline" {
+            assert_eq!(json!([base.peak, base.compute, base.const_bytes, base.bottleneck]),
+                       json!([rec["peak"], rec["compute"], rec["const"], rec["bottleneck"]]), "{name}");
+            baselines += 1;
+            continue;
+        }
+        let ratio = rec["ratio"].as_f64().unwrap();
+        let cfg = RunConfig {
+            budget: Some(budget_for_ratio(base.peak, ratio).unwrap()),
+            heuristic: Heuristic::from_name(rec["heuristic"].as_str().unwrap()).unwrap(),
+            remat_limit: remat_limit(base.compute, rec["cap"].as_f64()).unwrap(),
+            seed: 0,
+            retain: Vec::new(),
+            events: true,
+            self_check: true,
+        };
+        let got = as_record(&simulate(trace, &cfg).unwrap());
+        for (field, value) in got {
+            if let Some(expected) = rec.get(field) {
+                assert_eq!(&value, expected, "{name} {} ratio {ratio} cap {}: {field}", rec["heuristic"], rec["cap"]);
+            }
+        }
+        runs += 1;
+    }
+    assert_eq!((runs, baselines), (2200, 40));
+}
