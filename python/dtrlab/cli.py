@@ -11,7 +11,7 @@ import argparse
 import json
 import sys
 
-from dtrlab import engine, traces
+from dtrlab import engine, provenance, tasks, traces
 from dtrlab.exceptions import ChecksumError, DownloadError, EngineError, ReferenceUnavailable, TraceError
 
 
@@ -53,10 +53,32 @@ def build_parser() -> argparse.ArgumentParser:
 
     base = sub.add_parser("baseline", help="infinite-budget figures: peak, compute, const, bottleneck")
     _add_trace_args(base)
+    base.add_argument("--out", help="write the JSON record to this file (with provenance)")
+    base.add_argument("--rule", default="baseline", help=argparse.SUPPRESS)
 
     fetch = sub.add_parser("fetch", help="download (or copy from a mirror), verify and extract the traces")
     fetch.add_argument("--dest", default=None, help=f"folder for the traces (default ${traces.DATA_ENV} or data/traces)")
     fetch.add_argument("--mirror", default=None, help=f"local logs.zip or URL (default ${traces.MIRROR_ENV})")
+    fetch.add_argument("--url", default=traces.ARTIFACT_URL, help="canonical URL (pinned commit)")
+    fetch.add_argument("--sha256", default=traces.ARTIFACT_SHA256, help="expected sha256 of logs.zip")
+    fetch.add_argument("--retries", type=int, default=3)
+    fetch.add_argument("--rule", default="fetch_traces", help=argparse.SUPPRESS)
+
+    tab = sub.add_parser("tabulate", help="JSON records -> one tidy table (Parquet + CSV)")
+    tab.add_argument("inputs", nargs="+")
+    tab.add_argument("--parquet", required=True)
+    tab.add_argument("--csv", required=True)
+    tab.add_argument("--sort-by", default="trace", help="comma-separated columns")
+    tab.add_argument("--rule", default="tabulate", help=argparse.SUPPRESS)
+
+    man = sub.add_parser("manifest", help="hash every artifact with its provenance")
+    man.add_argument("artifacts", nargs="+")
+    man.add_argument("--out", required=True)
+    man.add_argument("--config-sha256", required=True)
+
+    ver = sub.add_parser("verify", help="re-hash every artifact of a manifest; non-zero exit on any mismatch")
+    ver.add_argument("manifest", nargs="?", default="results/MANIFEST.json")
+    ver.add_argument("--root", default=None, help="workflow root (default: the manifest's grandparent)")
     return parser
 
 
@@ -72,8 +94,30 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.command == "fetch":
-            dest = traces.ensure_traces(args.dest, mirror=args.mirror)
+            dest = args.dest or traces.default_data_dir()
+            tasks.fetch_traces(dest, args.mirror or traces.default_mirror(), args.url, args.sha256,
+                               args.retries, rule=args.rule)
             print(f"traces verified in {dest}")
+            return 0
+        if args.command == "tabulate":
+            tasks.tabulate(args.inputs, args.parquet, args.csv, sort_by=args.sort_by.split(","), rule=args.rule)
+            return 0
+        if args.command == "manifest":
+            m = tasks.make_manifest(args.out, args.config_sha256, args.artifacts)
+            print(f"{args.out}: {len(m['artifacts'])} artifacts hashed")
+            return 0
+        if args.command == "verify":
+            problems = provenance.verify(args.manifest, args.root)
+            for p in problems:
+                print(f"MISMATCH {p}", file=sys.stderr)
+            if problems:
+                return 1
+            print(f"{args.manifest}: every artifact verified")
+            return 0
+        if args.command == "baseline" and args.out:
+            out = tasks.write_baseline(args.trace, args.out, start=args.start, rule=args.rule)
+            if args.json:
+                print(json.dumps(out))
             return 0
         trace = engine.load_trace(args.trace, start=args.start)
         if args.command == "baseline":

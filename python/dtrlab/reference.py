@@ -320,13 +320,16 @@ def simulate(
     retain=(),
     events: bool = False,
     simrd_path=None,
+    baseline_figures: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     """One reference replay, as a dict in the native engine's schema.
 
     ``RandomStorage`` draws from Python's ``random`` seeded with ``seed``, so
     its runs are reproducible but differ from the native engine's stream.
+    ``baseline_figures`` (from :func:`baseline`) saves the infinite-budget run
+    when replaying many budgets of one trace.
     """
-    base = baseline(path, start, simrd_path)
+    base = baseline_figures or baseline(path, start, simrd_path)
     if budget is None:
         budget = int(base["peak"] * ratio)
     remat_limit = math.inf if cap is None else base["compute"] * (cap - 1)

@@ -1,0 +1,136 @@
+"""Provenance: who produced each artifact from what, and the hashed manifest.
+
+Every command that a workflow rule runs records a small sidecar next to each
+output (``<dir>/.provenance/<name>.json``: producing rule, input hashes,
+parameters). The ``manifest`` rule gathers them into ``results/MANIFEST.json``
+with each artifact's sha256 and size, the config hash, the code version, the
+engine version and the package versions. ``dtrlab verify`` re-hashes every
+artifact against the manifest.
+
+Everything hashed is byte-deterministic: no timestamps, no absolute paths.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import platform
+import subprocess
+from pathlib import Path
+from typing import Iterable, Mapping
+
+from dtrlab.atomic import write_text
+from dtrlab.traces import sha256_file
+
+MANIFEST_VERSION = 1
+PACKAGES = ("dtrlab", "numpy", "pandas", "pyarrow", "snakemake", "matplotlib", "seaborn", "papermill")
+
+
+def canonical_json(obj) -> str:
+    """Stable JSON text: sorted keys, fixed separators, trailing newline."""
+    return json.dumps(obj, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+
+
+def relpath(path: str | os.PathLike, root: str | os.PathLike = ".") -> str:
+    """A path relative to the workflow root, with forward slashes."""
+    p = Path(os.path.relpath(Path(path).resolve(), Path(root).resolve()))
+    return p.as_posix()
+
+
+def sidecar_path(output: str | os.PathLike) -> Path:
+    output = Path(output)
+    return output.parent / ".provenance" / f"{output.name}.json"
+
+
+def record(
+    outputs: Iterable[str | os.PathLike],
+    rule: str,
+    inputs: Iterable[str | os.PathLike] = (),
+    params: Mapping | None = None,
+) -> None:
+    """Write the provenance sidecar of each output (call after writing them)."""
+    inputs = sorted({relpath(i) for i in inputs})
+    entry_inputs = {i: sha256_file(i) for i in inputs}
+    for out in outputs:
+        doc = {"artifact": relpath(out), "rule": rule, "inputs": entry_inputs, "params": dict(params or {})}
+        write_text(sidecar_path(out), canonical_json(doc))
+
+
+def code_version(root: str | os.PathLike = ".") -> str:
+    """``git describe`` of the workflow's checkout (``-dirty`` if modified)."""
+    try:
+        out = subprocess.run(
+            ["git", "describe", "--always", "--dirty", "--abbrev=12"],
+            cwd=root, capture_output=True, text=True, timeout=30, check=True,
+        )
+        return out.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def package_versions() -> dict[str, str]:
+    versions = {"python": platform.python_version()}
+    for name in PACKAGES:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    return versions
+
+
+def build_manifest(
+    artifacts: Iterable[str | os.PathLike],
+    config_hash: str,
+    root: str | os.PathLike = ".",
+    code: str | None = None,
+) -> dict:
+    """The manifest of ``artifacts`` (each must have a provenance sidecar)."""
+    from dtrlab.engine import ENGINE_VERSION
+
+    entries = []
+    for a in sorted({relpath(a, root) for a in artifacts}):
+        path = Path(root) / a
+        side = sidecar_path(path)
+        if not side.is_file():
+            raise FileNotFoundError(f"{a}: no provenance record ({side}); was it produced by a workflow rule?")
+        prov = json.loads(side.read_text())
+        entries.append({
+            "path": a,
+            "sha256": sha256_file(path),
+            "bytes": path.stat().st_size,
+            "rule": prov["rule"],
+            "inputs": prov["inputs"],
+            "params": prov["params"],
+        })
+    return {
+        "manifest_version": MANIFEST_VERSION,
+        "config_sha256": config_hash,
+        "code_version": code if code is not None else code_version(root),
+        "engine_version": ENGINE_VERSION,
+        "packages": package_versions(),
+        "artifacts": entries,
+    }
+
+
+def write_manifest(path: str | os.PathLike, manifest: dict) -> None:
+    write_text(path, canonical_json(manifest))
+
+
+def verify(manifest_path: str | os.PathLike, root: str | os.PathLike | None = None) -> list[str]:
+    """Re-hash every artifact; returns the problems found (empty = verified)."""
+    manifest_path = Path(manifest_path)
+    root = Path(root) if root is not None else manifest_path.parent.parent
+    manifest = json.loads(manifest_path.read_text())
+    problems = []
+    for e in manifest["artifacts"]:
+        p = root / e["path"]
+        if not p.is_file():
+            problems.append(f"{e['path']}: missing")
+            continue
+        digest = sha256_file(p)
+        if digest != e["sha256"]:
+            problems.append(f"{e['path']}: sha256 {digest} != manifest {e['sha256']}")
+        elif p.stat().st_size != e["bytes"]:
+            problems.append(f"{e['path']}: size {p.stat().st_size} != manifest {e['bytes']}")
+    return problems

@@ -1,0 +1,165 @@
+"""The Snakemake workflow: config validation, verified download, DAG, an end
+to end target with a verified manifest, byte-identical reruns, resumption."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dtrlab import config as dtrlab_config
+from dtrlab import provenance, traces
+
+REPO = Path(__file__).resolve().parents[1]
+SMALL = "traces=[resnet32,unet]"
+
+
+def snakemake(workdir: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run the repository's workflow in ``workdir`` (args name the targets)."""
+    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
+           "--cores", "2", *args]
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=full_env)
+
+
+@pytest.fixture(scope="module")
+def mirror() -> str:
+    m = traces.default_mirror()
+    if m is None:
+        pytest.skip("no artifact mirror (set DTRLAB_ARTIFACT_MIRROR)")
+    return str(Path(m).resolve())
+
+
+@pytest.fixture(scope="module")
+def schema() -> dict:
+    return yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+
+
+def test_shipped_config_is_valid_and_equals_the_defaults(schema):
+    shipped = dtrlab_config.load(REPO / "config/config.yaml", root=REPO)
+    assert shipped == dtrlab_config.validate({}, schema)
+
+
+@pytest.mark.parametrize(
+    "bad, key",
+    [
+        ({"traces": ["lstm", "gpt"]}, "traces.1"),
+        ({"traces": []}, "traces"),
+        ({"engine": {"cap": 0.5}}, "engine.cap"),
+        ({"engine": {"name": "fast"}}, "engine.name"),
+        ({"artifact": {"sha256": "abc"}}, "artifact.sha256"),
+        ({"artifact": {"retries": 0}}, "artifact.retries"),
+        ({"data_dir": 5}, "data_dir"),
+        ({"enigne": {}}, "enigne"),
+    ],
+)
+def test_schema_rejects_bad_config_naming_the_key(schema, bad, key):
+    with pytest.raises(dtrlab_config.ConfigError, match=rf"config key '{key}'"):
+        dtrlab_config.validate(bad, schema)
+
+
+def test_workflow_reports_bad_config(tmp_path):
+    p = snakemake(tmp_path, "-n", "--config", "traces=[resnet32,gpt]")
+    assert p.returncode != 0
+    assert "invalid configuration: config key 'traces.1'" in p.stdout + p.stderr
+
+
+def test_config_hash_ignores_machine_local_keys(schema):
+    a = dtrlab_config.validate({}, schema)
+    b = dtrlab_config.validate({"artifact": {"mirror": "/somewhere/logs.zip"}, "simrd": {"path": "/x"}}, schema)
+    c = dtrlab_config.validate({"engine": {"cap": 2.0}}, schema)
+    assert dtrlab_config.config_hash(a) == dtrlab_config.config_hash(b) != dtrlab_config.config_hash(c)
+
+
+def test_dry_run_resolves_the_whole_dag(tmp_path, mirror):
+    p = snakemake(tmp_path, "-n", "all", env={traces.MIRROR_ENV: mirror})
+    assert p.returncode == 0, p.stderr
+    out = p.stdout + p.stderr
+    for rule in ("fetch_traces", "baseline", "baselines", "manifest", "all"):
+        assert rule in out
+
+
+def test_tampered_download_is_rejected_and_leaves_nothing(tmp_path, mirror):
+    data = bytearray(Path(mirror).read_bytes())
+    data[100] ^= 0x01
+    tampered = tmp_path / "tampered.zip"
+    tampered.write_bytes(bytes(data))
+    work = tmp_path / "work"
+    p = snakemake(work, "fetch_traces", "--config", "artifact={'url': 'file:///nonexistent/logs.zip'}",
+                  env={traces.MIRROR_ENV: str(tampered)})
+    assert p.returncode != 0
+    log = (work / "results/logs/fetch_traces.log").read_text()
+    assert "does not match the pinned" in log
+    data_dir = work / "data/traces"
+    assert not data_dir.exists() or not [f for f in data_dir.iterdir() if not f.name.startswith(".")]
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory, mirror) -> Path:
+    work = tmp_path_factory.mktemp("run1")
+    p = snakemake(work, "all", "--config", SMALL, env={traces.MIRROR_ENV: mirror})
+    assert p.returncode == 0, p.stdout + p.stderr
+    return work
+
+
+def test_small_target_end_to_end_and_manifest_verifies(small_run):
+    manifest = json.loads((small_run / "results/MANIFEST.json").read_text())
+    paths = {a["path"]: a for a in manifest["artifacts"]}
+    assert "results/baselines/resnet32.json" in paths and "results/baselines/baselines.parquet" in paths
+    assert paths["results/baselines/resnet32.json"]["rule"] == "baseline"
+    assert json.loads((small_run / "results/baselines/resnet32.json").read_text())["peak"] == 10_061_179_648
+    assert manifest["engine_version"] and manifest["packages"]["python"]
+    assert provenance.verify(small_run / "results/MANIFEST.json") == []
+    p = subprocess.run([sys.executable, "-m", "dtrlab", "verify", str(small_run / "results/MANIFEST.json")],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+
+
+def test_verify_detects_a_changed_artifact(small_run, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(small_run / "results", copy / "results")
+    shutil.copytree(small_run / "data", copy / "data")
+    target = copy / "results/baselines/unet.json"
+    target.write_text(target.read_text().replace("8415764928", "8415764929"))
+    p = subprocess.run([sys.executable, "-m", "dtrlab", "verify", str(copy / "results/MANIFEST.json")],
+                       capture_output=True, text=True)
+    assert p.returncode == 1 and "results/baselines/unet.json" in p.stderr
+
+
+def test_hashed_artifacts_are_free_of_absolute_paths(small_run):
+    manifest = json.loads((small_run / "results/MANIFEST.json").read_text())
+    for a in manifest["artifacts"]:
+        if a["path"].endswith((".json", ".csv")):
+            assert str(small_run) not in (small_run / a["path"]).read_text()
+    assert str(small_run) not in (small_run / "results/MANIFEST.json").read_text()
+
+
+def test_two_runs_give_byte_identical_artifacts(small_run, tmp_path, mirror):
+    work = tmp_path / "run2"
+    p = snakemake(work, "all", "--config", SMALL, env={traces.MIRROR_ENV: mirror})
+    assert p.returncode == 0, p.stderr
+    assert (work / "results/MANIFEST.json").read_bytes() == (small_run / "results/MANIFEST.json").read_bytes()
+
+
+def test_interrupted_run_resumes_without_recomputing(tmp_path, mirror):
+    work = tmp_path / "resume"
+    env = {traces.MIRROR_ENV: mirror}
+    # A run that stopped after one baseline: only that artifact exists.
+    p = snakemake(work, "results/baselines/resnet32.json", "--config", SMALL, env=env)
+    assert p.returncode == 0, p.stderr
+    done = work / "results/baselines/resnet32.json"
+    before = (done.stat().st_mtime_ns, done.read_bytes())
+    plan = snakemake(work, "-n", "all", "--config", SMALL, env=env)
+    stats = plan.stdout.split("Job stats:")[1].split("total")[0]
+    assert "fetch_traces" not in stats  # the download is finished
+    assert " baseline " in stats.replace("\n", " ")  # unet's baseline is still to do
+    p = snakemake(work, "all", "--config", SMALL, env=env)
+    assert p.returncode == 0, p.stderr
+    assert (done.stat().st_mtime_ns, done.read_bytes()) == before
+    assert provenance.verify(work / "results/MANIFEST.json") == []

@@ -1,0 +1,43 @@
+# Infinite-budget baselines (peak, compute, const, bottleneck): one job per
+# trace, then one table.
+
+
+rule baseline:
+    input:
+        trace_input,
+    output:
+        f"{RESULTS}/baselines/{{trace}}.json",
+    log:
+        f"{RESULTS}/logs/baseline/{{trace}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/baseline/{{trace}}.tsv"
+    conda:
+        ENV
+    params:
+        start="--start" if config["engine"]["start"] else "",
+        rule="baseline",
+    shell:
+        "dtrlab baseline {input} {params.start} --out {output} --rule {params.rule} > {log} 2>&1"
+
+
+rule baselines:
+    input:
+        expand(rules.baseline.output, trace=TRACES),
+    output:
+        parquet=f"{RESULTS}/baselines/baselines.parquet",
+        csv=f"{RESULTS}/baselines/baselines.csv",
+    log:
+        f"{RESULTS}/logs/baselines.log",
+    conda:
+        ENV
+    params:
+        rule="baselines",
+    shell:
+        "dtrlab tabulate {input} --parquet {output.parquet} --csv {output.csv} "
+        "--rule {params.rule} > {log} 2>&1"
+
+
+ARTIFACTS["baselines"] = [
+    *expand(rules.baseline.output, trace=TRACES),
+    *rules.baselines.output,
+]

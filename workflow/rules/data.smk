@@ -1,0 +1,25 @@
+# The public traces: pinned archive, sha256-verified download (or local
+# mirror), per-file verification on extraction. Nothing is written on mismatch.
+
+
+rule fetch_traces:
+    output:
+        archive=f"{DATA}/logs.zip",
+        traces=[trace_file(k) for k in TRACE_FILES],
+    log:
+        f"{RESULTS}/logs/fetch_traces.log",
+    conda:
+        ENV
+    params:
+        dest=lambda wildcards, output: os.path.dirname(output.archive),
+        mirror=f"--mirror {MIRROR}" if MIRROR else "",
+        url=config["artifact"]["url"],
+        sha256=config["artifact"]["sha256"],
+        retries=config["artifact"]["retries"],
+        rule="fetch_traces",
+    shell:
+        "dtrlab fetch --dest {params.dest} {params.mirror} --url {params.url} "
+        "--sha256 {params.sha256} --retries {params.retries} --rule {params.rule} > {log} 2>&1"
+
+
+ARTIFACTS["data"] = [*rules.fetch_traces.output]
