@@ -1,0 +1,48 @@
+# Quick start (a fresh machine; each command does all its own set-up):
+#   make test    build the engine, install everything, run every test
+#   make run     the same set-up, then the whole study: snakemake --cores N all
+#
+# Set-up = Debian packages that are missing (scripts/setup-system.sh), a venv in
+# .venv, the Rust engine built by maturin, Python dependencies from pyproject.
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+CORES ?= $(shell nproc)
+STAMP := $(VENV)/.dtrlab-installed
+SOURCES := $(shell find crates python -type f \( -name '*.rs' -o -name '*.py' -o -name 'Cargo.toml' \) 2>/dev/null) \
+	pyproject.toml Cargo.toml Cargo.lock
+
+.PHONY: setup test test-rust test-python run lint bench clean
+
+$(STAMP): $(SOURCES)
+	./scripts/setup-system.sh
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test,workflow]'
+	touch $@
+
+setup: $(STAMP)
+
+test: test-rust test-python
+
+test-rust: setup
+	cargo test -p dtr-core --release
+
+test-python: setup
+	$(BIN)/python -m pytest
+
+run: setup
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/snakemake --cores $(CORES) all
+
+lint: setup
+	cargo clippy -p dtr-core -p dtr-py --release -- -D warnings
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/snakemake --lint
+	$(BIN)/snakefmt --check .
+
+bench: setup
+	$(BIN)/python benchmarks/bench_engine.py
+
+clean:
+	rm -rf $(VENV) target results data .snakemake
