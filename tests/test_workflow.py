@@ -24,7 +24,9 @@ def snakemake(workdir: Path, *args: str, env: dict | None = None) -> subprocess.
     """Run the repository's workflow in ``workdir`` (args name the targets)."""
     cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
            "--cores", "2", *args]
-    full_env = {**os.environ, **(env or {})}
+    # Rules call the `dtrlab` command of this interpreter's environment.
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    full_env = {**os.environ, "PATH": path, **(env or {})}
     return subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=full_env)
 
 
