@@ -80,3 +80,21 @@ def test_every_golden_record_is_covered():
     assert runs == 71 + 50 + 84 + 30 + 3 + 3 + 4
     assert len(golden_records("baselines.jsonl")) == 16
     assert len(golden_records("synthetic/golden.jsonl")) == 2240
+
+
+REGRESSIONS = SYNTHETIC.parent / "regressions"
+
+
+@pytest.mark.parametrize("rec", golden_records("regressions/golden.jsonl"),
+                         ids=lambda r: f"{r['trace']}:{r['heuristic']}:{r['ratio']}")
+def test_regression_record(rec, load):
+    """Traces where the engine once departed from simrd (found by the live
+    differential tests); records computed by simrd itself."""
+    trace = load(str(REGRESSIONS / f"{rec['trace']}.log"))
+    r = dtrlab.simulate(trace, ratio=rec["ratio"], heuristic=rec["heuristic"], cap=rec["cap"], events=True)
+    out = r.to_dict(evicted_ids=True)
+    if out["fail"] is not None:
+        out["fail"].pop("op_name")
+    out["eviction_sequence"] = [list(x) for x in r.eviction_sequence]
+    compared = {k: v for k, v in rec.items() if k not in INPUT_FIELDS}
+    assert {k: out[k] for k in compared} == compared

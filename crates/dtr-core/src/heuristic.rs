@@ -80,8 +80,10 @@ impl Heuristic {
 /// What a score reads about one storage.
 #[derive(Debug, Clone, Copy)]
 pub struct Candidate {
-    /// The cost term's exact value (already summed per `Cost`).
-    pub cost: u128,
+    /// The cost term's exact value (already summed per `Cost`). Signed: the
+    /// reference's equivalence-class sums can go negative (a rematerialized
+    /// storage's compute is subtracted from the class its node was merged into).
+    pub cost: i128,
     pub size: u64,
     /// `clock - last_access_int`; `None` when the storage was never accessed
     /// (the reference's `-inf` access time makes staleness infinite).
@@ -96,14 +98,14 @@ pub fn score(size_term: bool, stale_term: bool, c: Candidate) -> f64 {
         (false, false) => c.cost as f64,
         (true, false) => ratio_or_inf(c.cost, c.size as u128),
         (false, true) => match c.staleness {
-            None => 0.0, // cost / inf
+            None => c.cost as f64 / f64::INFINITY, // +0.0, or -0.0 for a negative cost
             Some(st) => ratio_or_inf(c.cost, st as u128),
         },
         (true, true) => match c.staleness {
-            // size * inf is inf (cost / inf = 0), or NaN for size 0 (scores inf).
+            // size * inf is inf (cost / inf = ±0), or NaN for size 0 (scores inf).
             None => {
                 if c.size > 0 {
-                    0.0
+                    c.cost as f64 / f64::INFINITY
                 } else {
                     f64::INFINITY
                 }
@@ -113,12 +115,18 @@ pub fn score(size_term: bool, stale_term: bool, c: Candidate) -> f64 {
     }
 }
 
+/// `num / den` as Python's `int / int` (correctly rounded; rounding to
+/// nearest is symmetric, so a negative quotient is the negated magnitude).
 #[inline]
-fn ratio_or_inf(num: u128, den: u128) -> f64 {
-    if den > 0 {
-        div_round(num, den)
+fn ratio_or_inf(num: i128, den: u128) -> f64 {
+    if den == 0 {
+        return f64::INFINITY;
+    }
+    let q = div_round(num.unsigned_abs(), den);
+    if num < 0 {
+        -q
     } else {
-        f64::INFINITY
+        q
     }
 }
 
@@ -148,5 +156,14 @@ mod tests {
         assert_eq!(score(true, false, c(1, 4, Some(1))), 0.25);
         assert_eq!(score(false, false, c(42, 4, Some(1))), 42.0);
         assert_eq!(score(true, true, c(1, 3, Some(1))), 1.0 / 3.0);
+    }
+
+    #[test]
+    fn negative_costs_follow_python() {
+        let c = |cost, size, staleness| Candidate { cost, size, staleness };
+        assert_eq!(score(false, false, c(-2, 1, Some(1))), -2.0);
+        assert_eq!(score(true, false, c(-1, 3, Some(1))), -(1.0 / 3.0));
+        let z = score(true, true, c(-2, 3, None));
+        assert!(z == 0.0 && z.is_sign_negative()); // -2 / inf == -0.0 == 0 in Python
     }
 }

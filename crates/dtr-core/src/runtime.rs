@@ -702,13 +702,13 @@ impl<'a> Replay<'a> {
             }
             Heuristic::Random => unreachable!("random choice has no score"),
             Heuristic::Score { cost, size, stale } => {
-                let c = self.compute[si] as u128;
+                let c = self.compute[si] as i128;
                 let cost = match cost {
-                    Cost::Neighbourhood => c + self.fwd[si].compute as u128 + self.rev[si].compute as u128,
-                    Cost::Msps => c + self.rev[si].compute as u128,
+                    Cost::Neighbourhood => c + self.fwd[si].compute as i128 + self.rev[si].compute as i128,
+                    Cost::Msps => c + self.rev[si].compute as i128,
                     Cost::Local => c,
                     Cost::Unit => 1,
-                    Cost::EqClass => (c as i128 + self.eq_neighbour_sum(s)) as u128,
+                    Cost::EqClass => c + self.eq_neighbour_sum(s),
                 };
                 score(size, stale, Candidate { cost, size: self.trace.storage_size(s), staleness })
             }
