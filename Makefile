@@ -20,7 +20,7 @@ $(STAMP): $(SOURCES)
 	./scripts/setup-system.sh
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,workflow]'
+	$(BIN)/python -m pip install --quiet -e '.[test,workflow,notebooks]'
 	touch $@
 
 setup: $(STAMP)

@@ -165,3 +165,14 @@ def test_interrupted_run_resumes_without_recomputing(tmp_path, mirror):
     assert p.returncode == 0, p.stderr
     assert (done.stat().st_mtime_ns, done.read_bytes()) == before
     assert provenance.verify(work / "results/MANIFEST.json") == []
+
+
+def test_workflow_is_lint_and_format_clean():
+    lint = subprocess.run([sys.executable, "-m", "snakemake", "--lint", "--snakefile", str(REPO / "Snakefile")],
+                          capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert lint.returncode == 0 and "good condition" in lint.stdout + lint.stderr, lint.stdout + lint.stderr
+    snakefmt = shutil.which("snakefmt", path=str(Path(sys.executable).parent)) or shutil.which("snakefmt")
+    if snakefmt is None:
+        pytest.skip("snakefmt not installed")
+    fmt = subprocess.run([snakefmt, "--check", "."], capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert fmt.returncode == 0, fmt.stderr
