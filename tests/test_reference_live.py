@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dtrlab
+from conftest import golden_records
 from tracegen import traces
 
 pytestmark = pytest.mark.skipif(not os.environ.get("DTRLAB_SIMRD"), reason="DTRLAB_SIMRD not set")
@@ -54,3 +55,27 @@ def test_generated_traces(tmp_path_factory, text, heuristic, ratio, cap):
 
 def test_retention_matches_reference(trace_dir):
     _compare(trace_dir / dtrlab.traces.TRACE_FILES["resnet32"], ratio=0.104, retain=[190])
+
+
+@pytest.mark.parametrize("rec", [r for r in golden_records("baselines.jsonl") if not r["start"]],
+                         ids=lambda r: r["trace"])
+def test_reference_baselines_match_golden(rec, trace_dir):
+    b = dtrlab.baseline(dtrlab.load_trace(trace_dir / dtrlab.traces.TRACE_FILES[rec["trace"]]), engine="simrd")
+    assert b.to_dict() == {k: rec[k] for k in ("peak", "compute", "const", "bottleneck")}
+
+
+def test_fetch_unpacks_the_package_from_an_archive(tmp_path):
+    """fetch() on a local archive laid out like the repository's (built from the
+    configured checkout, in a temporary folder only)."""
+    import tarfile
+
+    from dtrlab import reference
+
+    src = reference.locate() / "simrd"
+    archive = tmp_path / "ref.tar.gz"
+    with tarfile.open(archive, "w:gz", format=tarfile.PAX_FORMAT,
+                      pax_headers={"comment": reference.SIMRD_COMMIT}) as tar:
+        tar.add(src, arcname="dtr-prototype-x/simrd/simrd")
+    dest = reference.fetch(tmp_path / "unpacked", url=f"file://{archive}")
+    assert (dest / "simrd" / "runtime" / "v2.py").is_file()
+    assert reference.locate(dest) == dest

@@ -49,11 +49,15 @@ def build_parser() -> argparse.ArgumentParser:
                      help="storage ids never evicted (a causal intervention)")
     sim.add_argument("--engine", choices=("native", "simrd"), default="native",
                      help="simrd: the reference simulator from DTRLAB_SIMRD")
+    sim.add_argument("--simrd", default=None, help="checkout of the reference (overrides DTRLAB_SIMRD)")
     sim.add_argument("--evicted-ids", action="store_true", help="include per-storage eviction counts")
 
     base = sub.add_parser("baseline", help="infinite-budget figures: peak, compute, const, bottleneck")
     _add_trace_args(base)
     base.add_argument("--out", help="write the JSON record to this file (with provenance)")
+    base.add_argument("--engine", choices=("native", "simrd"), default="native",
+                      help="simrd: the reference simulator from DTRLAB_SIMRD")
+    base.add_argument("--simrd", default=None, help="checkout of the reference (overrides DTRLAB_SIMRD)")
     base.add_argument("--rule", default="baseline", help=argparse.SUPPRESS)
 
     fetch = sub.add_parser("fetch", help="download (or copy from a mirror), verify and extract the traces")
@@ -76,6 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
     man.add_argument("--out", required=True)
     man.add_argument("--config-sha256", required=True)
 
+    ref = sub.add_parser("fetch-simrd", help="download the reference simulator at the pinned commit")
+    ref.add_argument("--dest", default="data/simrd", help="folder to unpack into (then DTRLAB_SIMRD=DEST)")
+
     ver = sub.add_parser("verify", help="re-hash every artifact of a manifest; non-zero exit on any mismatch")
     ver.add_argument("manifest", nargs="?", default="results/MANIFEST.json")
     ver.add_argument("--root", default=None, help="workflow root (default: the manifest's grandparent)")
@@ -92,6 +99,10 @@ def _print_human(d: dict) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if getattr(args, "simrd", None):
+        import os
+
+        os.environ["DTRLAB_SIMRD"] = args.simrd
     try:
         if args.command == "fetch":
             dest = args.dest or traces.default_data_dir()
@@ -114,14 +125,20 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
             print(f"{args.manifest}: every artifact verified")
             return 0
+        if args.command == "fetch-simrd":
+            from dtrlab import reference
+
+            print(f"simrd @ {reference.SIMRD_COMMIT[:8]} in {reference.fetch(args.dest)}")
+            return 0
         if args.command == "baseline" and args.out:
-            out = tasks.write_baseline(args.trace, args.out, start=args.start, rule=args.rule)
+            out = tasks.write_baseline(args.trace, args.out, start=args.start, rule=args.rule,
+                                       engine_name=args.engine)
             if args.json:
                 print(json.dumps(out))
             return 0
         trace = engine.load_trace(args.trace, start=args.start)
         if args.command == "baseline":
-            out = {"trace": trace.key, "start": trace.start, **engine.baseline(trace).to_dict()}
+            out = {"trace": trace.key, "start": trace.start, **engine.baseline(trace, engine=args.engine).to_dict()}
         else:
             result = engine.simulate(
                 trace,

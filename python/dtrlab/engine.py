@@ -104,9 +104,15 @@ class Baseline:
         return asdict(self)
 
 
-def baseline(trace: Trace | str | os.PathLike) -> Baseline:
+def baseline(trace: Trace | str | os.PathLike, engine: str = "native") -> Baseline:
     """Peak memory (the reference for budget ratios), compute, const, bottleneck."""
     t = _as_trace(trace)
+    if engine == "simrd":
+        from dtrlab import reference
+
+        return Baseline(**reference.baseline(t.path, start=t.start))
+    if engine != "native":
+        raise ValueError(f"unknown engine {engine!r} (native or simrd)")
     return Baseline(**t._native.baseline())
 
 
@@ -182,6 +188,14 @@ class SimResult:
         import pandas as pd
 
         return pd.DataFrame(self.events_columns)
+
+    def events_arrow(self):
+        """The event log as a pyarrow Table (columnar, zero-copy to Parquet), or None."""
+        if self.events_columns is None:
+            return None
+        import pyarrow as pa
+
+        return pa.table(self.events_columns)
 
     @property
     def eviction_sequence(self) -> list[tuple[int, int]] | None:

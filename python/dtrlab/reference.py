@@ -303,10 +303,43 @@ def _in_big_thread(fn, *args):
 
 
 def baseline(path, start=False, simrd_path=None) -> dict[str, int]:
-    """peak and compute of the reference's infinite-budget run."""
-    rt, _, _, _ = _in_big_thread(_run, path, start, None, "DTR", math.inf, frozenset(), False, simrd_path)
+    """peak, compute, const and bottleneck of the reference's infinite-budget run."""
+    rt, _, _, _ = _in_big_thread(_run, path, start, None, "LRU", math.inf, frozenset(), False, simrd_path)
     s = rt.telemetry.summary
-    return {"peak": s["max_memory"], "compute": s["model_compute"]}
+    return {"peak": s["max_memory"], "compute": s["model_compute"], "const": s["model_const_memory"],
+            "bottleneck": s["bottleneck_memory"]}
+
+
+ARCHIVE_URL = f"https://github.com/{SIMRD_REPO}/archive/{SIMRD_COMMIT}.tar.gz"
+
+
+def fetch(dest: str | os.PathLike, url: str = ARCHIVE_URL, retries: int = 3) -> Path:
+    """Download the reference at the pinned commit and unpack its ``simrd``
+    package into ``dest`` (usable as ``DTRLAB_SIMRD``). Machines with internet
+    only; nothing of it is ever part of this repository."""
+    import io
+    import tarfile
+
+    from dtrlab.atomic import write_bytes
+    from dtrlab.traces import _read_source
+
+    dest = Path(dest)
+    data = _read_source(url, retries, timeout=120)
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        commit = tar.pax_headers.get("comment", "")
+        if commit and commit != SIMRD_COMMIT:
+            raise ReferenceUnavailable(f"{url}: archive of commit {commit}, expected {SIMRD_COMMIT}")
+        members = []
+        for m in tar.getmembers():
+            parts = Path(m.name).parts
+            # <top>/simrd/simrd/... : the package only
+            if len(parts) > 3 and parts[1:3] == ("simrd", "simrd") and m.isfile() and m.name.endswith(".py"):
+                members.append((Path(*parts[2:]), tar.extractfile(m).read()))
+    if not members:
+        raise ReferenceUnavailable(f"{url}: no simrd package in the archive")
+    for rel, content in members:
+        write_bytes(dest / rel, content)
+    return dest
 
 
 def simulate(

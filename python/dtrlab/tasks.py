@@ -32,12 +32,12 @@ def fetch_traces(dest: str | os.PathLike, mirror: str | None, url: str, sha256: 
 
 
 def write_baseline(trace_path: str | os.PathLike, out: str | os.PathLike, start: bool = False,
-                   rule: str = "baseline") -> dict:
+                   rule: str = "baseline", engine_name: str = "native") -> dict:
     """The baseline figures of one trace as a JSON record."""
     t = engine.load_trace(trace_path, start=start)
-    record = {"trace": t.key, "start": start, **engine.baseline(t).to_dict()}
+    record = {"trace": t.key, "start": start, **engine.baseline(t, engine=engine_name).to_dict()}
     write_text(out, provenance.canonical_json(record))
-    provenance.record([out], rule, inputs=[trace_path], params={"start": start})
+    provenance.record([out], rule, inputs=[trace_path], params={"start": start, "engine": engine_name})
     return record
 
 

@@ -4,7 +4,8 @@
 
 rule baseline:
     input:
-        trace_input,
+        trace=trace_input,
+        engine=engine_inputs,
     output:
         f"{RESULTS}/baselines/{{trace}}.json",
     log:
@@ -15,9 +16,11 @@ rule baseline:
         ENV
     params:
         start="--start" if config["engine"]["start"] else "",
+        engine=engine_args(),
         rule="baseline",
     shell:
-        "dtrlab baseline {input} {params.start} --out {output} --rule {params.rule} > {log} 2>&1"
+        "dtrlab baseline {input.trace} {params.start} {params.engine} --out {output} "
+        "--rule {params.rule} > {log} 2>&1"
 
 
 rule baselines:

@@ -22,6 +22,25 @@ TRACES = config["traces"]
 MIRROR = os.environ.get(MIRROR_ENV) or config["artifact"]["mirror"] or default_mirror()
 
 
+# The engine every experiment uses: ours, or the reference simulator from a
+# configured checkout (downloaded at the pinned commit when none is given).
+ENGINE = config["engine"]["name"]
+SIMRD = os.environ.get("DTRLAB_SIMRD") or config["simrd"]["path"]
+SIMRD_FETCHED = "data/simrd"
+
+
+def engine_inputs(wildcards):
+    """The reference checkout, when it must be fetched first."""
+    return [SIMRD_FETCHED] if ENGINE == "simrd" and not SIMRD else []
+
+
+def engine_args():
+    """Command-line options selecting the configured engine."""
+    if ENGINE == "native":
+        return "--engine native"
+    return f"--engine simrd --simrd {SIMRD or SIMRD_FETCHED}"
+
+
 def trace_file(key):
     """Verified trace file of a trace key."""
     return f"{DATA}/{TRACE_FILES[key]}"

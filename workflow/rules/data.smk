@@ -22,4 +22,15 @@ rule fetch_traces:
         "--sha256 {params.sha256} --retries {params.retries} --rule {params.rule} > {log} 2>&1"
 
 
+rule fetch_simrd:
+    output:
+        directory(SIMRD_FETCHED),
+    log:
+        f"{RESULTS}/logs/fetch_simrd.log",
+    conda:
+        ENV
+    shell:
+        "dtrlab fetch-simrd --dest {output} > {log} 2>&1"
+
+
 ARTIFACTS["data"] = [*rules.fetch_traces.output]

@@ -23,6 +23,7 @@ pub fn div_round(num: u128, den: u128) -> f64 {
     if nbits + shift <= 127 {
         let scaled = num << shift;
         let q = scaled / den;
+        #[allow(clippy::manual_is_multiple_of)] // keeps the minimum Rust version low
         let sticky = (scaled % den != 0) as u128;
         return scale((q | sticky) as f64, -shift);
     }
