@@ -77,6 +77,19 @@ impl Pool {
         true
     }
 
+    /// The first member, if any.
+    #[inline]
+    pub fn first(&self) -> Option<u32> {
+        (self.head != NIL).then_some(self.head)
+    }
+
+    /// The member after `s` (a member), if any.
+    #[inline]
+    pub fn next_of(&self, s: u32) -> Option<u32> {
+        let n = self.next[s as usize];
+        (n != NIL).then_some(n)
+    }
+
     /// Members in pool order.
     pub fn iter(&self) -> PoolIter<'_> {
         PoolIter { pool: self, at: self.head }

@@ -80,6 +80,11 @@ struct Replay<'a> {
     evict_count: Vec<u32>,
     fwd: Vec<Region>,
     rev: Vec<Region>,
+    /// Regions whose neighbourhood changed since they were built: rebuilt
+    /// from scratch when next read (incremental upkeep equals a rebuild, so
+    /// deferring it changes nothing but the work done).
+    stale_fwd: Vec<bool>,
+    stale_rev: Vec<bool>,
     eq: EqClasses,
     eq_node: Vec<Option<u32>>,
     pool: Pool,
@@ -155,6 +160,8 @@ impl<'a> Replay<'a> {
             evict_count: vec![0; n],
             fwd: if regions_on { vec![Region::default(); n] } else { Vec::new() },
             rev: if regions_on { vec![Region::default(); n] } else { Vec::new() },
+            stale_fwd: if regions_on { vec![false; n] } else { Vec::new() },
+            stale_rev: if regions_on { vec![false; n] } else { Vec::new() },
             eq: EqClasses::default(),
             eq_node: if eq_on { vec![None; n] } else { Vec::new() },
             pool: Pool::new(n),
@@ -545,28 +552,31 @@ impl<'a> Replay<'a> {
 
     /// Rebuild the regions of fresh storages, then of their frontiers.
     fn rebuild_around(&mut self, fresh: &[u32]) {
-        let mut fwd_again: Vec<u32> = Vec::new();
-        let mut rev_again: Vec<u32> = Vec::new();
+        // Fresh storages are rebuilt now: their frontiers say whose regions changed.
         for &s in fresh {
             self.rebuild(s, Direction::Forward);
             self.rebuild(s, Direction::Reverse);
-            rev_again.extend(self.fwd[s as usize].frontier.iter().copied());
-            fwd_again.extend(self.rev[s as usize].frontier.iter().copied());
         }
-        fwd_again.sort_unstable();
-        fwd_again.dedup();
-        rev_again.sort_unstable();
-        rev_again.dedup();
-        // Fresh storages are always rebuilt: their frontiers say whom to revisit.
-        for s in fwd_again {
-            if !self.regions_unused(s) {
-                self.rebuild(s, Direction::Forward);
+        for &s in fresh {
+            for i in 0..self.rev[s as usize].frontier.len() {
+                let p = self.rev[s as usize].frontier[i];
+                self.stale_fwd[p as usize] = true;
+            }
+            for i in 0..self.fwd[s as usize].frontier.len() {
+                let c = self.fwd[s as usize].frontier[i];
+                self.stale_rev[c as usize] = true;
             }
         }
-        for s in rev_again {
-            if !self.regions_unused(s) {
-                self.rebuild(s, Direction::Reverse);
-            }
+    }
+
+    /// Make both regions of `s` current before they are read.
+    #[inline]
+    fn refresh_regions(&mut self, s: u32) {
+        if self.stale_fwd[s as usize] {
+            self.rebuild(s, Direction::Forward);
+        }
+        if self.stale_rev[s as usize] {
+            self.rebuild(s, Direction::Reverse);
         }
     }
 
@@ -580,8 +590,14 @@ impl<'a> Replay<'a> {
     fn rebuild(&mut self, s: u32, dir: Direction) {
         let g = GraphView { trace: self.trace, created: self.created, material: &self.material, compute: &self.compute };
         let region = match dir {
-            Direction::Forward => &mut self.fwd[s as usize],
-            Direction::Reverse => &mut self.rev[s as usize],
+            Direction::Forward => {
+                self.stale_fwd[s as usize] = false;
+                &mut self.fwd[s as usize]
+            }
+            Direction::Reverse => {
+                self.stale_rev[s as usize] = false;
+                &mut self.rev[s as usize]
+            }
         };
         region.rebuild(s, dir, &g, &mut self.marks, &mut self.walk);
     }
@@ -590,6 +606,10 @@ impl<'a> Replay<'a> {
 
     fn evict(&mut self, s: u32, kind: EventKind, depth: u32) {
         let trace = self.trace;
+        if self.regions_on {
+            // Its regions are absorbed by its frontiers: bring them up to date first.
+            self.refresh_regions(s);
+        }
         self.material[s as usize] = false;
         for &t in trace.storage_tensors.get(s) {
             if t >= self.created {
@@ -609,13 +629,14 @@ impl<'a> Replay<'a> {
         if self.regions_on {
             let own_fwd = std::mem::take(&mut self.fwd[s as usize]);
             let own_rev = std::mem::take(&mut self.rev[s as usize]);
+            // A stale region is rebuilt from scratch when read: no need to absorb.
             for &p in &own_rev.frontier {
-                if !self.regions_unused(p) {
+                if !self.regions_unused(p) && !self.stale_fwd[p as usize] {
                     self.fwd[p as usize].absorb(s, &own_fwd, &self.compute, &mut self.marks);
                 }
             }
             for &c in &own_fwd.frontier {
-                if !self.regions_unused(c) {
+                if !self.regions_unused(c) && !self.stale_rev[c as usize] {
                     self.rev[c as usize].absorb(s, &own_rev, &self.compute, &mut self.marks);
                 }
             }
@@ -664,10 +685,15 @@ impl<'a> Replay<'a> {
                 let mut best = f64::INFINITY;
                 let mut best_s = None;
                 let mut evals = 0;
-                // Scoring never changes the pool, so walk it directly.
-                for s in self.pool.iter() {
+                // Scoring never changes the pool (refreshing a region does not).
+                let mut next = self.pool.first();
+                while let Some(s) = next {
+                    next = self.pool.next_of(s);
                     if self.retained[s as usize] {
                         continue;
+                    }
+                    if self.regions_on {
+                        self.refresh_regions(s);
                     }
                     evals += 1;
                     let h_s = self.score(h, s);
@@ -751,6 +777,13 @@ impl<'a> Replay<'a> {
             }
             if self.regions_on && self.material[si] && !self.regions_unused(s) {
                 for dir in [Direction::Forward, Direction::Reverse] {
+                    let stale = match dir {
+                        Direction::Forward => self.stale_fwd[si],
+                        Direction::Reverse => self.stale_rev[si],
+                    };
+                    if stale {
+                        continue; // rebuilt from scratch before it is next read
+                    }
                     let mut fresh = Region::default();
                     let g = GraphView { trace: self.trace, created: self.created, material: &self.material, compute: &self.compute };
                     fresh.rebuild(s, dir, &g, &mut self.marks, &mut self.walk);
