@@ -8,7 +8,8 @@
 use crate::error::TraceError;
 use crate::trace::{Command, Op, Tensor, TensorId, Trace};
 use rustc_hash::{FxHashMap, FxHashSet};
-use serde_json::{Map, Value};
+use serde::Deserialize;
+use serde_json::Value;
 
 /// Parse the text of a trace. `source` names it in error messages.
 pub fn parse_trace(source: &str, text: &str, start: bool) -> Result<Trace, TraceError> {
@@ -47,11 +48,59 @@ pub fn parse_trace(source: &str, text: &str, start: bool) -> Result<Trace, Trace
     b.finish(last_line)
 }
 
+/// The fields of a trace line (any other key is ignored). Decoding into a
+/// fixed struct avoids building a map per line.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Fields {
+    #[serde(rename = "INSTRUCTION")]
+    instruction: Option<Value>,
+    #[serde(rename = "NAME")]
+    name: Option<Value>,
+    #[serde(rename = "MEMORY")]
+    memory: Option<Value>,
+    #[serde(rename = "ALIAS")]
+    alias: Option<Value>,
+    #[serde(rename = "RESULT")]
+    result: Option<Value>,
+    #[serde(rename = "ARGS")]
+    args: Option<Value>,
+    #[serde(rename = "TIME")]
+    time: Option<Value>,
+    #[serde(rename = "MUTATE")]
+    mutate: Option<Value>,
+    #[serde(rename = "DST")]
+    dst: Option<Value>,
+    #[serde(rename = "SRC")]
+    src: Option<Value>,
+    #[serde(rename = "ANNOTATION")]
+    annotation: Option<Value>,
+}
+
+impl Fields {
+    fn get(&self, key: &str) -> Option<&Value> {
+        match key {
+            "INSTRUCTION" => self.instruction.as_ref(),
+            "NAME" => self.name.as_ref(),
+            "MEMORY" => self.memory.as_ref(),
+            "ALIAS" => self.alias.as_ref(),
+            "RESULT" => self.result.as_ref(),
+            "ARGS" => self.args.as_ref(),
+            "TIME" => self.time.as_ref(),
+            "MUTATE" => self.mutate.as_ref(),
+            "DST" => self.dst.as_ref(),
+            "SRC" => self.src.as_ref(),
+            "ANNOTATION" => self.annotation.as_ref(),
+            _ => None,
+        }
+    }
+}
+
 /// One JSON line with its instruction.
 struct Record {
     line: usize,
     instruction: String,
-    fields: Map<String, Value>,
+    fields: Fields,
     source: String,
 }
 
@@ -61,10 +110,19 @@ impl Record {
         if text.trim().is_empty() {
             return Err(err("empty line".into()));
         }
-        let value: Value =
-            serde_json::from_str(text).map_err(|e| err(format!("not valid JSON ({e})")))?;
-        let Value::Object(fields) = value else {
-            return Err(err("a trace line must be a JSON object".into()));
+        // (serde would also accept a JSON array as a struct: only objects are lines)
+        let parsed = if text.trim_start().starts_with('{') { serde_json::from_str(text).ok() } else { None };
+        let fields: Fields = match parsed {
+            Some(f) => f,
+            None => {
+                // Decode again generically only to say precisely what is wrong.
+                let value: Value =
+                    serde_json::from_str(text).map_err(|e| err(format!("not valid JSON ({e})")))?;
+                return Err(err(match value {
+                    Value::Object(_) => "not a valid trace line".into(),
+                    _ => "a trace line must be a JSON object".into(),
+                }));
+            }
         };
         let instruction = match fields.get("INSTRUCTION") {
             Some(Value::String(s)) => s.clone(),
