@@ -163,6 +163,10 @@ impl Trace {
         for (id, t) in tensors.iter().enumerate() {
             storage_tensors[t.storage as usize].push(id as TensorId);
         }
+        // Constants are pinned as soon as they exist and never evicted: a link
+        // to one could only add a resident, never-evicted storage to a frontier,
+        // which no region, score or equivalence class ever uses. Leave them out.
+        let constant = |s: TensorId| ops[tensors[s as usize].op as usize].is_constant;
         let mut fwd_pairs = Vec::new();
         let mut rev_pairs = Vec::new();
         for (o, inputs) in op_inputs.iter().enumerate() {
@@ -171,7 +175,7 @@ impl Trace {
                 let su = tensors[u as usize].storage;
                 for &p in inputs {
                     let sp = tensors[p as usize].storage;
-                    if sp != su {
+                    if sp != su && !constant(sp) && !constant(su) {
                         fwd_pairs.push((sp, u, su));
                         rev_pairs.push((su, u, sp));
                     }
