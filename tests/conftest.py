@@ -27,6 +27,16 @@ def golden_records(name: str) -> list[dict]:
         return [json.loads(line) for line in f]
 
 
+#: Our additions to an OOM record (the tensor whose operator needed the memory).
+EXTRA_FAIL_FIELDS = ("computing_tensor_id", "computing_tensor_name", "computing_op_name")
+
+
+def strip_extra_fail_fields(fail: dict) -> dict:
+    for k in EXTRA_FAIL_FIELDS:
+        fail.pop(k)
+    return fail
+
+
 @pytest.fixture(scope="session")
 def trace_dir() -> Path:
     """The eight public traces, fetched from the mirror and sha256-verified."""

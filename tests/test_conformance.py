@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import dtrlab
-from conftest import SYNTHETIC, golden_records
+from conftest import SYNTHETIC, golden_records, strip_extra_fail_fields
 
 # Inputs of a record, not outputs to compare.
 INPUT_FIELDS = {"kind", "trace", "start", "heuristic", "ratio", "cap", "source", "baseline_runtime", "baseline_peak"}
@@ -38,7 +38,7 @@ def replay_as_record(trace: dtrlab.Trace, rec: dict) -> dict:
     r = dtrlab.simulate(trace, ratio=rec["ratio"], heuristic=rec["heuristic"], cap=rec["cap"], events=wants_sequence)
     out = r.to_dict(evicted_ids=True)
     if out["fail"] is not None:
-        out["fail"].pop("op_name")  # ours only: the failing operator's unique name
+        strip_extra_fail_fields(out["fail"])
     if wants_sequence:
         out["eviction_sequence"] = [list(x) for x in r.eviction_sequence]
     out["baseline_peak"] = dtrlab.baseline(trace).peak
@@ -94,7 +94,7 @@ def test_regression_record(rec, load):
     r = dtrlab.simulate(trace, ratio=rec["ratio"], heuristic=rec["heuristic"], cap=rec["cap"], events=True)
     out = r.to_dict(evicted_ids=True)
     if out["fail"] is not None:
-        out["fail"].pop("op_name")
+        strip_extra_fail_fields(out["fail"])
     out["eviction_sequence"] = [list(x) for x in r.eviction_sequence]
     compared = {k: v for k, v in rec.items() if k not in INPUT_FIELDS}
     assert {k: out[k] for k in compared} == compared

@@ -42,6 +42,26 @@ def test_events_agree_with_counters(load):
     assert [list(x) for x in r.eviction_sequence] == seq["eviction_sequence"]
 
 
+def test_oom_names_the_requested_and_the_computing_tensor(load):
+    """simrd's records name the tensor requested last; we also name the one
+    whose operator needed the memory. They differ after a nested remat."""
+    from conftest import SYNTHETIC
+
+    r = dtrlab.simulate(load(str(SYNTHETIC / "synth-000.log")), ratio=0.8)
+    f = r.fail
+    assert (f["tensor_id"], f["tensor_name"]) == (26, "x26")  # as in the golden record
+    assert (f["computing_tensor_id"], f["computing_tensor_name"]) == (28, "x28")
+    assert f["computing_op_name"] == "op19/22" and f["request"] == 65536  # x28's operator
+    # C4: the paper's "x7977 (id 190) requests 179,830,912 B" is the tensor
+    # requested last; the request is that of the batch norm computing x7984
+    # from it (179,830,784 B + three small outputs).
+    trace = load("resnet32")
+    c4 = dtrlab.simulate(trace, ratio=0.104).fail
+    assert (c4["tensor_id"], c4["tensor_name"]) == (190, "x7977")
+    assert (c4["computing_tensor_name"], c4["computing_op_name"]) == ("x7984", "cudnn_batch_norm/193")
+    assert trace.storage_size(190) == 179_830_784 and c4["request"] == 179_830_912
+
+
 def test_retaining_the_failing_storage_changes_the_outcome(load):
     """The C4 intervention: never evict the storage the failing operator needs."""
     trace = load("resnet32")

@@ -82,7 +82,8 @@ class _Observer:
         self.depth_at_peak = 0
         self.model_ops = 0
         self.last_requested = None
-        self.last_decision: tuple[int, int] | None = None  # (value, depth)
+        self.last_decision: tuple | None = None  # (value, depth, tensor being computed)
+        self.computing: list = []  # materializations in progress, innermost last
         self.evictions: dict[int, int] = {}
         self.n_evictions = 0
         self.events: dict[str, list] | None = None
@@ -110,7 +111,7 @@ class _ObservedBudget:
         pinned = self._pinned()
         if pinned > o.peak_pinned:
             o.peak_pinned, o.depth_at_peak = pinned, o.depth
-        o.last_decision = (x, o.depth)
+        o.last_decision = (x, o.depth, o.computing[-1] if o.computing else None)
         return not fits
 
     def __ge__(self, x):  # evaluates `x <= budget` (the reference's own assertion)
@@ -152,10 +153,12 @@ def _observed_runtime(runtime_mod, obs: _Observer, retain: frozenset[int]):
             obs.depth += 1
             obs.max_depth = max(obs.max_depth, obs.depth)
             obs.last_requested = t
+            obs.computing.append(t)
             try:
                 return super()._materialize(t, rematerialize=rematerialize)
             finally:
                 obs.depth -= 1
+                obs.computing.pop()
 
         def _evict(self, s):
             super()._evict(s)
@@ -257,7 +260,7 @@ def _run(path, start, budget, heuristic_name, remat_limit, retain, events, simrd
         _replay(graph, rt, obs)
     except MemoryError:
         status = "oom"
-        value, depth = obs.last_decision
+        value, depth, computing = obs.last_decision
         pinned = rt.memory_usage - rt.storage_pool.bytes
         t = obs.last_requested
         request = value - rt.memory_usage
@@ -269,7 +272,9 @@ def _run(path, start, budget, heuristic_name, remat_limit, retain, events, simrd
             "model_op": obs.model_ops,
             "tensor_id": t.id,
             "tensor_name": t.name,
-            "op_name": t.op.name,
+            "computing_tensor_id": computing.id,
+            "computing_tensor_name": computing.name,
+            "computing_op_name": computing.op.name,
         }
     except runtime_mod.runtime.RematExceededError:
         status = "thrashed"

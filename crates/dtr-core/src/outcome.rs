@@ -29,8 +29,13 @@ pub struct Fail {
     pub depth: u32,
     pub over_by: u64,
     pub model_op: u64,
+    /// The tensor whose materialization was requested last (the reference's
+    /// records name this one; after a nested rematerialization has returned it
+    /// is a parent of the tensor being computed).
     pub tensor_id: u32,
     pub tensor_name: String,
+    /// The tensor whose operator needed the memory.
+    pub computing: u32,
 }
 
 #[derive(Debug, Clone)]

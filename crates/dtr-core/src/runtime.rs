@@ -433,7 +433,7 @@ impl<'a> Replay<'a> {
         let request = trace.ops[op as usize].total_size;
         self.sample_pinned(depth);
         if !self.fits(request) {
-            self.free(request, depth)?;
+            self.free(request, t, depth)?;
         }
         self.compute_tensor(t, remat, depth);
         if self.cfg.self_check && self.cfg.budget.is_some_and(|b| self.memory > b) {
@@ -467,7 +467,7 @@ impl<'a> Replay<'a> {
     }
 
     /// Evict victims until `request` more bytes fit.
-    fn free(&mut self, request: u64, depth: u32) -> Result<(), Stop> {
+    fn free(&mut self, request: u64, computing: TensorId, depth: u32) -> Result<(), Stop> {
         loop {
             let Some(v) = self.choose() else {
                 self.sample_pinned(depth);
@@ -481,6 +481,7 @@ impl<'a> Replay<'a> {
                     model_op: self.model_ops,
                     tensor_id: self.last_requested,
                     tensor_name: self.tensor_name(self.last_requested).to_string(),
+                    computing,
                 }));
             };
             self.evict(v, EventKind::Evict, depth);

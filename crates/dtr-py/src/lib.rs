@@ -204,7 +204,10 @@ fn result_dict<'py>(py: Python<'py>, r: &core::RunResult, trace: &core::Trace) -
             fd.set_item("model_op", f.model_op)?;
             fd.set_item("tensor_id", f.tensor_id)?;
             fd.set_item("tensor_name", &f.tensor_name)?;
-            fd.set_item("op_name", &trace.ops[trace.tensors[f.tensor_id as usize].op as usize].name)?;
+            let computing = &trace.tensors[f.computing as usize];
+            fd.set_item("computing_tensor_id", f.computing)?;
+            fd.set_item("computing_tensor_name", &computing.name)?;
+            fd.set_item("computing_op_name", &trace.ops[computing.op as usize].name)?;
             d.set_item("fail", fd)?;
         }
     }
