@@ -14,6 +14,7 @@ configfile: workflow.source_path("config/config.yaml")
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/baselines.smk"
+include: "workflow/rules/experiments.smk"
 include: "workflow/rules/provenance.smk"
 
 

@@ -28,7 +28,7 @@ def golden_records(name: str) -> list[dict]:
 
 
 #: Our additions to an OOM record (the tensor whose operator needed the memory).
-EXTRA_FAIL_FIELDS = ("computing_tensor_id", "computing_tensor_name", "computing_op_name")
+EXTRA_FAIL_FIELDS = ("computing_tensor_id", "computing_tensor_name", "computing_op_name", "held")
 
 
 def strip_extra_fail_fields(fail: dict) -> dict:

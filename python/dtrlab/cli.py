@@ -83,6 +83,13 @@ def build_parser() -> argparse.ArgumentParser:
     ref = sub.add_parser("fetch-simrd", help="download the reference simulator at the pinned commit")
     ref.add_argument("--dest", default="data/simrd", help="folder to unpack into (then DTRLAB_SIMRD=DEST)")
 
+    task = sub.add_parser("task", help="run one workflow task (see dtrlab.experiments.TASKS)")
+    task.add_argument("name", help="task name")
+    task.add_argument("--in", dest="inputs", nargs="*", default=[])
+    task.add_argument("--out", dest="outputs", nargs="+", required=True)
+    task.add_argument("--params", default="{}", help="JSON object of parameters")
+    task.add_argument("--rule", default=None, help=argparse.SUPPRESS)
+
     ver = sub.add_parser("verify", help="re-hash every artifact of a manifest; non-zero exit on any mismatch")
     ver.add_argument("manifest", nargs="?", default="results/MANIFEST.json")
     ver.add_argument("--root", default=None, help="workflow root (default: the manifest's grandparent)")
@@ -124,6 +131,13 @@ def main(argv: list[str] | None = None) -> int:
             if problems:
                 return 1
             print(f"{args.manifest}: every artifact verified")
+            return 0
+        if args.command == "task":
+            from dtrlab import experiments
+
+            if args.name not in experiments.TASKS:
+                raise ValueError(f"unknown task {args.name!r}; tasks: {', '.join(experiments.TASKS)}")
+            experiments.run(args.name, args.inputs, args.outputs, json.loads(args.params), rule=args.rule)
             return 0
         if args.command == "fetch-simrd":
             from dtrlab import reference

@@ -33,9 +33,11 @@ def canonical_json(obj) -> str:
 
 
 def relpath(path: str | os.PathLike, root: str | os.PathLike = ".") -> str:
-    """A path relative to the workflow root, with forward slashes."""
-    p = Path(os.path.relpath(Path(path).resolve(), Path(root).resolve()))
-    return p.as_posix()
+    """A path relative to the workflow root, with forward slashes. A file
+    outside the root (e.g. the workflow's own config when run elsewhere) is
+    named ``external/<name>``: hashed records never hold machine paths."""
+    p = Path(os.path.relpath(Path(path).resolve(), Path(root).resolve())).as_posix()
+    return f"external/{Path(path).name}" if p.startswith("../") else p
 
 
 def sidecar_path(output: str | os.PathLike) -> Path:

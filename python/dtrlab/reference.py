@@ -275,10 +275,19 @@ def _run(path, start, budget, heuristic_name, remat_limit, retain, events, simrd
             "computing_tensor_id": computing.id,
             "computing_tensor_name": computing.name,
             "computing_op_name": computing.op.name,
+            "held": _held(rt, obs, retain),
         }
     except runtime_mod.runtime.RematExceededError:
         status = "thrashed"
     return rt, obs, status, fail
+
+
+def _held(rt, obs: _Observer, retain: frozenset[int]) -> list[tuple[int, int, bool]]:
+    """Resident storages outside the evictable pool (or retained), by id."""
+    pool = {id(s) for s in rt.storage_pool}
+    storages = {t.storage.root_id: t.storage for t in rt.tensor_map.values()}
+    return [(sid, s.size, bool(s.pinned)) for sid, s in sorted(storages.items())
+            if s.material and (id(s) not in pool or sid in retain)]
 
 
 def _in_big_thread(fn, *args):

@@ -57,8 +57,8 @@ def tabulate(inputs: Iterable[str | os.PathLike], out_parquet: str | os.PathLike
     provenance.record([out_parquet, out_csv], rule, inputs=inputs, params={"sort_by": keys})
 
 
-def write_table(df, out_parquet: str | os.PathLike, out_csv: str | os.PathLike) -> None:
-    """Deterministic Parquet and CSV of a DataFrame, written atomically."""
+def write_table(df, out_parquet: str | os.PathLike, out_csv: str | os.PathLike | None) -> None:
+    """Deterministic Parquet (and CSV, if asked) of a DataFrame, written atomically."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -68,8 +68,9 @@ def write_table(df, out_parquet: str | os.PathLike, out_csv: str | os.PathLike) 
     table = table.replace_schema_metadata(None)
     with atomic_open(out_parquet, "wb") as f:
         pq.write_table(table, f, compression="zstd", write_statistics=False)
-    with atomic_open(out_csv, "w", newline="") as f:
-        df.to_csv(f, index=False, lineterminator="\n")
+    if out_csv is not None:
+        with atomic_open(out_csv, "w", newline="") as f:
+            df.to_csv(f, index=False, lineterminator="\n")
 
 
 def make_manifest(out: str | os.PathLike, config_sha256: str, artifacts: Iterable[str],

@@ -1,10 +1,12 @@
 # Configuration validated against the schema (defaults filled in), and the
 # paths every rule shares.
+import json
 import os
 
 import yaml
 
 from dtrlab import config as dtrlab_config
+from dtrlab.grids import chunks, expand_ratios
 from dtrlab.traces import TRACE_FILES, MIRROR_ENV, default_mirror
 
 with open(workflow.source_path("../schemas/config.schema.yaml")) as _f:
@@ -48,6 +50,70 @@ def trace_file(key):
 
 def trace_input(wildcards):
     return trace_file(wildcards.trace)
+
+
+# ----- experiments -----------------------------------------------------------
+EXP = config["experiments"]
+HEURISTIC = config["engine"]["heuristic"]
+CAP = config["engine"]["cap"]
+RANDOM_HEURISTICS = ("RandomStorage", "AbRandom")
+
+
+def points(heuristics, ratios, seeds=(0,)):
+    """Replay points: each heuristic at each ratio (random ones once per seed)."""
+    return [
+        {"heuristic": h, "ratio": r, "cap": CAP, "seed": s}
+        for h in heuristics
+        for s in (seeds if h in RANDOM_HEURISTICS else (0,))
+        for r in ratios
+    ]
+
+
+# Every sweep: a trace and its replay points, run in chunks of parallel jobs.
+SWEEPS = {
+    "lstm_dtr": {
+        "trace": "lstm",
+        "points": points([HEURISTIC], expand_ratios(EXP["lstm_regimes"]["ratios"])),
+    },
+    "resnet32_dtr": {
+        "trace": "resnet32",
+        "points": points([HEURISTIC], expand_ratios(EXP["resnet32_sweep"]["ratios"])),
+    },
+    "ablation_lstm": {
+        "trace": "lstm",
+        "points": points(
+            EXP["ablation"]["heuristics"],
+            expand_ratios(EXP["ablation"]["lstm_ratios"]),
+            EXP["ablation"]["seeds"],
+        ),
+    },
+    "ablation_resnet32": {
+        "trace": "resnet32",
+        "points": points(
+            EXP["ablation"]["heuristics"],
+            expand_ratios(EXP["ablation"]["resnet32_ratios"]),
+            EXP["ablation"]["seeds"],
+        ),
+    },
+}
+
+
+def sweep_chunks(name):
+    return chunks(SWEEPS[name]["points"], EXP["chunk_size"])
+
+
+def sweep_chunk_files(wildcards):
+    n = len(sweep_chunks(wildcards.sweep))
+    return [
+        f"{RESULTS}/sweeps/{wildcards.sweep}/chunk-{i:03d}.parquet" for i in range(n)
+    ]
+
+
+def task_params(**params):
+    """Parameters of a `dtrlab task` call, as shell-safe JSON."""
+    return json.dumps(
+        {**params, "engine": ENGINE}, sort_keys=True, separators=(",", ":")
+    )
 
 
 # The software environment of every rule (for --use-conda).

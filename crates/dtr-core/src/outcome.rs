@@ -36,6 +36,10 @@ pub struct Fail {
     pub tensor_name: String,
     /// The tensor whose operator needed the memory.
     pub computing: u32,
+    /// Every resident storage that no eviction could free at the failure:
+    /// `(storage id, bytes, pinned for good)`; the others are locked by a
+    /// materialization in progress. By storage id.
+    pub held: Vec<(u32, u64, bool)>,
 }
 
 #[derive(Debug, Clone)]

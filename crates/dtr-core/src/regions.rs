@@ -8,6 +8,7 @@
 //! walk is tested with generation-stamped marks (no hashing).
 
 use crate::trace::{TensorId, Trace};
+use rustc_hash::FxHashSet;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Direction {
@@ -16,11 +17,24 @@ pub enum Direction {
 }
 
 /// Set elements are unique; their order carries no meaning.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct Region {
     pub interior: Vec<u32>,
     pub frontier: Vec<u32>,
     pub compute: u64,
+    /// Absorbs since the last rebuild.
+    absorbs: u32,
+    /// Hash sets of `interior` and `frontier`, built by the second absorb
+    /// after a rebuild and kept up to date by later ones, so that a region
+    /// absorbing one storage at a time stops rescanning itself; a single
+    /// absorb is cheaper with marks.
+    members: Option<Box<Members>>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Members {
+    interior: FxHashSet<u32>,
+    frontier: FxHashSet<u32>,
 }
 
 /// Per-storage generation stamps: `mark(x)` is true once per generation.
@@ -94,6 +108,8 @@ impl Region {
         self.interior.clear();
         self.frontier.clear();
         self.compute = 0;
+        self.absorbs = 0;
+        self.members = None;
     }
 
     /// Recompute from scratch for resident `base`.
@@ -121,6 +137,15 @@ impl Region {
     /// Absorb the just-evicted frontier storage `s`, whose same-direction
     /// region (as it was while resident) is `s_region`.
     pub fn absorb(&mut self, s: u32, s_region: &Region, compute: &[u64], marks: &mut Marks) {
+        self.absorbs += 1;
+        if self.absorbs == 1 {
+            self.absorb_with_marks(s, s_region, compute, marks);
+        } else {
+            self.absorb_with_sets(s, s_region, compute);
+        }
+    }
+
+    fn absorb_with_marks(&mut self, s: u32, s_region: &Region, compute: &[u64], marks: &mut Marks) {
         if let Some(i) = self.frontier.iter().position(|&x| x == s) {
             self.frontier.swap_remove(i);
         }
@@ -149,6 +174,37 @@ impl Region {
             self.interior.push(s);
         }
     }
+
+    fn absorb_with_sets(&mut self, s: u32, s_region: &Region, compute: &[u64]) {
+        let members = self.members.get_or_insert_with(|| {
+            let set = |v: &[u32]| {
+                let mut h = FxHashSet::with_capacity_and_hasher(2 * v.len(), Default::default());
+                h.extend(v.iter().copied());
+                h
+            };
+            Box::new(Members { interior: set(&self.interior), frontier: set(&self.frontier) })
+        });
+        if members.frontier.remove(&s) {
+            let i = self.frontier.iter().position(|&x| x == s).expect("frontier set and list agree");
+            self.frontier.swap_remove(i);
+        }
+        for &x in &s_region.frontier {
+            if members.frontier.insert(x) {
+                self.frontier.push(x);
+            }
+        }
+        // The absorbed storage itself always counts, as in the reference.
+        self.compute += compute[s as usize];
+        for &x in &s_region.interior {
+            if x != s && members.interior.insert(x) {
+                self.interior.push(x);
+                self.compute += compute[x as usize];
+            }
+        }
+        if members.interior.insert(s) {
+            self.interior.push(s);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -170,8 +226,8 @@ mod tests {
     #[test]
     fn absorb_merges_frontier_and_interior_once() {
         let compute = [0u64, 1, 10, 100, 1000, 10000];
-        let mut r = Region { interior: vec![1], frontier: vec![2, 3], compute: 1 };
-        let s_region = Region { interior: vec![1, 4], frontier: vec![3, 5], compute: 1001 };
+        let mut r = Region { interior: vec![1], frontier: vec![2, 3], compute: 1, ..Default::default() };
+        let s_region = Region { interior: vec![1, 4], frontier: vec![3, 5], compute: 1001, ..Default::default() };
         let mut marks = Marks::new(6);
         r.absorb(2, &s_region, &compute, &mut marks);
         let mut f = r.frontier.clone();
@@ -181,5 +237,15 @@ mod tests {
         assert_eq!(f, vec![3, 5]);
         assert_eq!(i, vec![1, 2, 4]);
         assert_eq!(r.compute, 1 + 10 + 1000);
+        // A second absorb builds and uses membership sets: same semantics.
+        let t_region = Region { interior: vec![4, 2], frontier: vec![0], compute: 0, ..Default::default() };
+        r.absorb(5, &t_region, &compute, &mut marks);
+        let mut i = r.interior.clone();
+        i.sort();
+        assert_eq!(i, vec![1, 2, 4, 5]);
+        assert_eq!(r.compute, 1 + 10 + 1000 + 10000);
+        let mut f = r.frontier.clone();
+        f.sort();
+        assert_eq!(f, vec![0, 3]);
     }
 }

@@ -80,11 +80,6 @@ struct Replay<'a> {
     evict_count: Vec<u32>,
     fwd: Vec<Region>,
     rev: Vec<Region>,
-    /// Regions whose neighbourhood changed since they were built: rebuilt
-    /// from scratch when next read (incremental upkeep equals a rebuild, so
-    /// deferring it changes nothing but the work done).
-    stale_fwd: Vec<bool>,
-    stale_rev: Vec<bool>,
     eq: EqClasses,
     eq_node: Vec<Option<u32>>,
     pool: Pool,
@@ -160,8 +155,6 @@ impl<'a> Replay<'a> {
             evict_count: vec![0; n],
             fwd: if regions_on { vec![Region::default(); n] } else { Vec::new() },
             rev: if regions_on { vec![Region::default(); n] } else { Vec::new() },
-            stale_fwd: if regions_on { vec![false; n] } else { Vec::new() },
-            stale_rev: if regions_on { vec![false; n] } else { Vec::new() },
             eq: EqClasses::default(),
             eq_node: if eq_on { vec![None; n] } else { Vec::new() },
             pool: Pool::new(n),
@@ -482,6 +475,7 @@ impl<'a> Replay<'a> {
                     tensor_id: self.last_requested,
                     tensor_name: self.tensor_name(self.last_requested).to_string(),
                     computing,
+                    held: self.held_storages(),
                 }));
             };
             self.evict(v, EventKind::Evict, depth);
@@ -489,6 +483,19 @@ impl<'a> Replay<'a> {
                 return Ok(());
             }
         }
+    }
+
+    /// Resident storages outside the evictable pool (or retained in it).
+    fn held_storages(&self) -> Vec<(u32, u64, bool)> {
+        (0..self.created)
+            .filter(|&s| {
+                let si = s as usize;
+                self.trace.tensors[si].storage == s
+                    && self.material[si]
+                    && (!self.pool.contains(s) || self.retained[si])
+            })
+            .map(|s| (s, self.trace.storage_size(s), self.pinned[s as usize]))
+            .collect()
     }
 
     /// Run the operator of `t`: the reference's `_compute`.
@@ -553,31 +560,28 @@ impl<'a> Replay<'a> {
 
     /// Rebuild the regions of fresh storages, then of their frontiers.
     fn rebuild_around(&mut self, fresh: &[u32]) {
-        // Fresh storages are rebuilt now: their frontiers say whose regions changed.
+        let mut fwd_again: Vec<u32> = Vec::new();
+        let mut rev_again: Vec<u32> = Vec::new();
         for &s in fresh {
             self.rebuild(s, Direction::Forward);
             self.rebuild(s, Direction::Reverse);
+            rev_again.extend(self.fwd[s as usize].frontier.iter().copied());
+            fwd_again.extend(self.rev[s as usize].frontier.iter().copied());
         }
-        for &s in fresh {
-            for i in 0..self.rev[s as usize].frontier.len() {
-                let p = self.rev[s as usize].frontier[i];
-                self.stale_fwd[p as usize] = true;
+        fwd_again.sort_unstable();
+        fwd_again.dedup();
+        rev_again.sort_unstable();
+        rev_again.dedup();
+        // Fresh storages are always rebuilt: their frontiers say whom to revisit.
+        for s in fwd_again {
+            if !self.regions_unused(s) {
+                self.rebuild(s, Direction::Forward);
             }
-            for i in 0..self.fwd[s as usize].frontier.len() {
-                let c = self.fwd[s as usize].frontier[i];
-                self.stale_rev[c as usize] = true;
+        }
+        for s in rev_again {
+            if !self.regions_unused(s) {
+                self.rebuild(s, Direction::Reverse);
             }
-        }
-    }
-
-    /// Make both regions of `s` current before they are read.
-    #[inline]
-    fn refresh_regions(&mut self, s: u32) {
-        if self.stale_fwd[s as usize] {
-            self.rebuild(s, Direction::Forward);
-        }
-        if self.stale_rev[s as usize] {
-            self.rebuild(s, Direction::Reverse);
         }
     }
 
@@ -591,14 +595,8 @@ impl<'a> Replay<'a> {
     fn rebuild(&mut self, s: u32, dir: Direction) {
         let g = GraphView { trace: self.trace, created: self.created, material: &self.material, compute: &self.compute };
         let region = match dir {
-            Direction::Forward => {
-                self.stale_fwd[s as usize] = false;
-                &mut self.fwd[s as usize]
-            }
-            Direction::Reverse => {
-                self.stale_rev[s as usize] = false;
-                &mut self.rev[s as usize]
-            }
+            Direction::Forward => &mut self.fwd[s as usize],
+            Direction::Reverse => &mut self.rev[s as usize],
         };
         region.rebuild(s, dir, &g, &mut self.marks, &mut self.walk);
     }
@@ -607,10 +605,6 @@ impl<'a> Replay<'a> {
 
     fn evict(&mut self, s: u32, kind: EventKind, depth: u32) {
         let trace = self.trace;
-        if self.regions_on {
-            // Its regions are absorbed by its frontiers: bring them up to date first.
-            self.refresh_regions(s);
-        }
         self.material[s as usize] = false;
         for &t in trace.storage_tensors.get(s) {
             if t >= self.created {
@@ -630,14 +624,13 @@ impl<'a> Replay<'a> {
         if self.regions_on {
             let own_fwd = std::mem::take(&mut self.fwd[s as usize]);
             let own_rev = std::mem::take(&mut self.rev[s as usize]);
-            // A stale region is rebuilt from scratch when read: no need to absorb.
             for &p in &own_rev.frontier {
-                if !self.regions_unused(p) && !self.stale_fwd[p as usize] {
+                if !self.regions_unused(p) {
                     self.fwd[p as usize].absorb(s, &own_fwd, &self.compute, &mut self.marks);
                 }
             }
             for &c in &own_fwd.frontier {
-                if !self.regions_unused(c) && !self.stale_rev[c as usize] {
+                if !self.regions_unused(c) {
                     self.rev[c as usize].absorb(s, &own_rev, &self.compute, &mut self.marks);
                 }
             }
@@ -686,15 +679,10 @@ impl<'a> Replay<'a> {
                 let mut best = f64::INFINITY;
                 let mut best_s = None;
                 let mut evals = 0;
-                // Scoring never changes the pool (refreshing a region does not).
-                let mut next = self.pool.first();
-                while let Some(s) = next {
-                    next = self.pool.next_of(s);
+                // Scoring never changes the pool, so walk it directly.
+                for s in self.pool.iter() {
                     if self.retained[s as usize] {
                         continue;
-                    }
-                    if self.regions_on {
-                        self.refresh_regions(s);
                     }
                     evals += 1;
                     let h_s = self.score(h, s);
@@ -778,13 +766,6 @@ impl<'a> Replay<'a> {
             }
             if self.regions_on && self.material[si] && !self.regions_unused(s) {
                 for dir in [Direction::Forward, Direction::Reverse] {
-                    let stale = match dir {
-                        Direction::Forward => self.stale_fwd[si],
-                        Direction::Reverse => self.stale_rev[si],
-                    };
-                    if stale {
-                        continue; // rebuilt from scratch before it is next read
-                    }
                     let mut fresh = Region::default();
                     let g = GraphView { trace: self.trace, created: self.created, material: &self.material, compute: &self.compute };
                     fresh.rebuild(s, dir, &g, &mut self.marks, &mut self.walk);

@@ -208,6 +208,7 @@ fn result_dict<'py>(py: Python<'py>, r: &core::RunResult, trace: &core::Trace) -
             fd.set_item("computing_tensor_id", f.computing)?;
             fd.set_item("computing_tensor_name", &computing.name)?;
             fd.set_item("computing_op_name", &trace.ops[computing.op as usize].name)?;
+            fd.set_item("held", f.held.clone())?;
             d.set_item("fail", fd)?;
         }
     }

@@ -1,0 +1,96 @@
+"""C5: which terms of the DTR score (e* cost, size, staleness) are needed for
+the LSTM regime switching and the ResNet-32 feasibility inversion.
+
+Every heuristic is described by its three terms; the summary states, from
+the runs, which variants switch or invert, and whether the data support the
+preprint's conclusion that the *joint size-staleness term* drives the LSTM
+instability. The statement is generated from the table, either way.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from dtrlab.analysis import inversions
+
+#: heuristic -> (cost term, size term, staleness term); cost: e* (neighbourhood
+#: regions), eq (equivalence classes), local (own compute), msps, none, random.
+TERMS: dict[str, tuple[str, bool, bool]] = {
+    "DTR": ("e*", True, True), "DTREqClass": ("eq", True, True), "DTRLocal": ("local", True, True),
+    "MSPS": ("msps", True, False), "LRU": ("lru", False, True), "LargestStorage": ("none", True, False),
+    "RandomStorage": ("random", False, False),
+    "AbESizeStale": ("e*", True, True), "AbESize": ("e*", True, False), "AbEStale": ("e*", False, True),
+    "AbE": ("e*", False, False), "AbEqSizeStale": ("eq", True, True), "AbEqSize": ("eq", True, False),
+    "AbEqStale": ("eq", False, True), "AbEq": ("eq", False, False), "AbLocalSizeStale": ("local", True, True),
+    "AbLocalSize": ("local", True, False), "AbLocalStale": ("local", False, True), "AbLocal": ("local", False, False),
+    "AbSizeStale": ("none", True, True), "AbSize": ("none", True, False), "AbStale": ("none", False, True),
+    "AbRandom": ("random", False, False),
+}
+
+ABLATION_FAMILY = [h for h in TERMS if h.startswith("Ab")]
+
+
+def switching(runs: pd.DataFrame, min_factor: float = 2.0) -> dict:
+    """Regime switching over a few close budgets: status changes, or an
+    overhead ratio of at least ``min_factor`` between consecutive budgets."""
+    df = runs.sort_values("ratio").reset_index(drop=True)
+    factor, status_change = 1.0, False
+    for (_, a), (_, b) in zip(df.iterrows(), df.iloc[1:].iterrows()):
+        if a.status != b.status:
+            status_change = True
+        elif a.status == "ok":
+            factor = max(factor, a.overhead / b.overhead, b.overhead / a.overhead)
+    return {"switches": status_change or factor >= min_factor, "max_adjacent_factor": factor,
+            "status_change": status_change, "statuses": "/".join(df.status),
+            "overheads": [None if pd.isna(o) else round(float(o), 4) for o in df.overhead]}
+
+
+def per_heuristic(lstm: pd.DataFrame, resnet: pd.DataFrame, min_factor: float = 2.0) -> pd.DataFrame:
+    """One row per (heuristic, seed): switching on LSTM, inversions on ResNet-32."""
+    rows = []
+    keys = sorted(set(zip(lstm.heuristic, lstm.seed)) | set(zip(resnet.heuristic, resnet.seed)))
+    for h, seed in keys:
+        cost, size, stale = TERMS[h]
+        sw = switching(lstm[(lstm.heuristic == h) & (lstm.seed == seed)], min_factor)
+        inv = inversions.brackets(resnet[(resnet.heuristic == h) & (resnet.seed == seed)])
+        rows.append({
+            "heuristic": h, "seed": seed, "cost_term": cost, "size_term": size, "staleness_term": stale,
+            "lstm_switches": sw["switches"], "lstm_max_adjacent_factor": sw["max_adjacent_factor"],
+            "lstm_statuses": sw["statuses"], "resnet32_inversions": len(inv),
+            "resnet32_inversion_ratios": ";".join(f"{b['lo_ratio']:.3f}-{b['hi_ratio']:.3f}" for b in inv),
+        })
+    return pd.DataFrame(rows)
+
+
+def conclusions(table: pd.DataFrame) -> dict:
+    """What the ablation supports, as data and as a sentence."""
+    det = table[~table.cost_term.isin(["random"])].drop_duplicates("heuristic")
+    fam = det[det.heuristic.isin(ABLATION_FAMILY)]
+    switching_variants = sorted(fam.heuristic[fam.lstm_switches])
+    inverting_variants = sorted(fam.heuristic[fam.resnet32_inversions > 0])
+    joint = fam.size_term & fam.staleness_term
+    only_joint = bool(len(switching_variants)) and all(joint[fam.lstm_switches])
+    all_joint_switch = bool(fam.lstm_switches[joint].all()) if joint.any() else False
+    supported = only_joint and all_joint_switch
+    if not switching_variants:
+        sentence = ("No variant of the ablation family switches regimes on these LSTM budgets, so the data "
+                    "cannot attribute the instability to any term.")
+    elif supported:
+        sentence = ("Regime switching appears exactly in the variants that combine size and staleness "
+                    f"({', '.join(switching_variants)}): the data support the joint size-staleness term.")
+    else:
+        without = sorted(set(switching_variants) - set(fam.heuristic[joint]))
+        joint_quiet = sorted(set(fam.heuristic[joint]) - set(switching_variants))
+        parts = [f"Regime switching appears in {', '.join(switching_variants)}."]
+        if without:
+            parts.append(f"It also occurs without the joint size-staleness term ({', '.join(without)}).")
+        if joint_quiet:
+            parts.append(f"Some variants with both terms do not switch ({', '.join(joint_quiet)}).")
+        parts.append("The data do not support attributing the instability to the joint size-staleness term alone.")
+        sentence = " ".join(parts)
+    return {
+        "switching_variants": switching_variants,
+        "inverting_variants": inverting_variants,
+        "joint_size_staleness_supported": supported,
+        "statement": sentence,
+    }

@@ -1,0 +1,52 @@
+"""C3: feasibility inversions (a failing budget with succeeding budgets below
+and above it) and non-monotone overhead, from a budget sweep."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+
+def brackets(sweep: pd.DataFrame) -> list[dict]:
+    """Every maximal run of failing budgets with ok budgets on both sides."""
+    df = sweep.sort_values("ratio").reset_index(drop=True)
+    out = []
+    i, n = 0, len(df)
+    while i < n:
+        if df.status[i] == "ok":
+            i += 1
+            continue
+        j = i
+        while j + 1 < n and df.status[j + 1] != "ok":
+            j += 1
+        if i > 0 and j + 1 < n:  # ok below (i-1) and above (j+1)
+            out.append({
+                "lo_ratio": df.ratio[i], "hi_ratio": df.ratio[j],
+                "lo_budget": int(df.budget[i]), "hi_budget": int(df.budget[j]),
+                "below_ok_ratio": df.ratio[i - 1], "above_ok_ratio": df.ratio[j + 1],
+                "below_ok_overhead": df.overhead[i - 1], "above_ok_overhead": df.overhead[j + 1],
+                "statuses": sorted(set(df.status[i : j + 1])),
+                "n_budgets": j - i + 1,
+            })
+        i = j + 1
+    return out
+
+
+def overhead_increases(sweep: pd.DataFrame) -> list[dict]:
+    """Consecutive ok budgets where more memory gives a higher overhead."""
+    df = sweep[sweep.status == "ok"].sort_values("ratio").reset_index(drop=True)
+    return [
+        {"from_ratio": a, "to_ratio": b, "from_overhead": oa, "to_overhead": ob, "factor": ob / oa}
+        for a, b, oa, ob in zip(df.ratio, df.ratio[1:], df.overhead, df.overhead[1:])
+        if ob > oa
+    ]
+
+
+def summarize(sweep: pd.DataFrame) -> dict:
+    ok = sweep[sweep.status == "ok"]
+    return {
+        "inversions": brackets(sweep),
+        "overhead_increases": overhead_increases(sweep),
+        "lowest_ok_ratio": float(ok.ratio.min()) if len(ok) else None,
+        "n_points": len(sweep),
+        "n_failed": int((sweep.status != "ok").sum()),
+    }

@@ -1,0 +1,101 @@
+"""The analyses behind the claims, on small hand-made tables."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from dtrlab.analysis import ablation, claims, inversions, reeviction, regimes
+from dtrlab.grids import expand_ratios, ratio_grid
+
+
+def sweep(rows):
+    return pd.DataFrame(rows, columns=["ratio", "budget", "status", "overhead"])
+
+
+def test_ratio_grid_hits_the_decimal_ratios():
+    g = ratio_grid(0.080, 0.150, 0.001)
+    assert len(g) == 71 and g[24] == 0.104 and g[-1] == 0.15
+    assert expand_ratios({"start": 0.1, "stop": 0.102, "step": 0.001, "extra": [0.5, 0.101]}) == [0.1, 0.101, 0.102, 0.5]
+    with pytest.raises(ValueError):
+        ratio_grid(0.2, 0.1, 0.01)
+
+
+def test_brackets_need_ok_on_both_sides():
+    s = sweep([(0.1, 10, "oom", None), (0.2, 20, "ok", 2.0), (0.3, 30, "oom", None), (0.4, 40, "thrashed", None),
+               (0.5, 50, "ok", 1.5), (0.6, 60, "oom", None)])
+    b = inversions.brackets(s)
+    assert len(b) == 1
+    assert (b[0]["lo_ratio"], b[0]["hi_ratio"], b[0]["below_ok_ratio"], b[0]["above_ok_ratio"]) == (0.3, 0.4, 0.2, 0.5)
+    assert b[0]["n_budgets"] == 2 and b[0]["statuses"] == ["oom", "thrashed"]
+
+
+def test_overhead_increases():
+    s = sweep([(0.1, 1, "ok", 2.0), (0.2, 2, "ok", 3.0), (0.3, 3, "ok", 1.0)])
+    inc = inversions.overhead_increases(s)
+    assert [(i["from_ratio"], i["to_ratio"]) for i in inc] == [(0.1, 0.2)]
+
+
+def test_regimes_split_at_the_widest_gap():
+    s = sweep([(0.262, 1, "ok", 1.39), (0.263, 1, "ok", 1.40), (0.264, 1, "ok", 8.78), (0.265, 1, "ok", 1.38),
+               (0.266, 1, "ok", 10.10), (0.267, 1, "oom", None)])
+    df, info = regimes.classify(s)
+    assert list(df.regime) == ["fast", "fast", "slow", "fast", "slow", None]
+    assert 1.40 < info["threshold"] < 8.78
+    adj = regimes.largest_adjacent_ratio(s)
+    assert (adj["low_budget_ratio"], adj["high_budget_ratio"]) == (0.265, 0.266)
+    assert round(adj["ratio"], 1) == 7.3
+    summary = regimes.summarize(s, [0.264, 0.265])
+    assert summary["switches"] == 3 and summary["points"]["0.264"]["regime"] == "slow"
+
+
+def test_one_regime_when_no_gap():
+    df, info = regimes.classify(sweep([(0.1, 1, "ok", 1.3), (0.2, 1, "ok", 1.5)]))
+    assert set(df.regime) == {"fast"} and info["threshold"] is None
+
+
+def test_reeviction_statistics():
+    fast = {1: 1, 2: 1, 3: 2}
+    slow = {1: 10, 2: 5, 4: 1}
+    c = reeviction.compare(fast, slow, top=1)
+    assert c["fast"]["evictions"] == 4 and c["fast"]["distinct_evicted"] == 3
+    assert c["slow"]["evictions_per_storage"] == 16 / 3
+    assert c["slow"]["top1_share"] == 10 / 16
+    assert c["jaccard"] == 2 / 4 and (c["only_fast"], c["only_slow"]) == (1, 1)
+
+
+def _ablation_tables(switching: set[str]):
+    lstm, resnet = [], []
+    for h in ablation.ABLATION_FAMILY:
+        for r, o in [(0.264, 8.0), (0.265, 1.4)]:
+            lstm.append({"heuristic": h, "seed": 0, "ratio": r, "status": "ok",
+                         "overhead": o if h in switching else 1.4})
+        for r, st in [(0.101, "ok"), (0.102, "oom"), (0.103, "ok")]:
+            resnet.append({"heuristic": h, "seed": 0, "ratio": r, "status": st if h == "AbESizeStale" else "ok",
+                           "overhead": 2.0, "budget": 1})
+    return pd.DataFrame(lstm), pd.DataFrame(resnet)
+
+
+def test_ablation_supports_the_joint_term_only_when_the_data_do():
+    joint = {h for h, (c, size, stale) in ablation.TERMS.items()
+             if h in ablation.ABLATION_FAMILY and size and stale}
+    t = ablation.per_heuristic(*_ablation_tables(joint))
+    c = ablation.conclusions(t)
+    assert c["joint_size_staleness_supported"] and c["inverting_variants"] == ["AbESizeStale"]
+    assert "support the joint size-staleness term" in c["statement"]
+    t = ablation.per_heuristic(*_ablation_tables({"AbESizeStale", "AbESize"}))
+    c = ablation.conclusions(t)
+    assert not c["joint_size_staleness_supported"]
+    assert "without the joint size-staleness term (AbESize)" in c["statement"]
+    assert "do not support" in c["statement"]
+
+
+def test_claims_check_respects_published_precision():
+    computed = {"C1": {"a": 10.0998, "b": 1.3826015341875997, "c": 7.34}, "C3": {"lo": 0.102}}
+    published = {"C1": {"a": {"value": 10.10, "decimals": 2}, "b": {"value": 1.3826015341875997},
+                        "c": {"value": 7.3, "decimals": 1}, "missing": {"value": 1}},
+                 "C3": {"lo": {"value": 0.103}}}
+    rows = {r["key"]: r for r in claims.check(computed, published)}
+    assert rows["a"]["match"] and rows["b"]["match"] and rows["c"]["match"]
+    assert not rows["missing"]["match"] and rows["missing"]["computed"] is None
+    assert not rows["lo"]["match"] and rows["lo"]["difference"] == pytest.approx(-0.001)
