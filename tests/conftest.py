@@ -27,6 +27,34 @@ def golden_records(name: str) -> list[dict]:
         return [json.loads(line) for line in f]
 
 
+#: A workflow configuration with small grids that still covers every
+#: published value (the paper's points), for end-to-end tests.
+REDUCED = {
+    "traces": ["lstm", "resnet32"],
+    "experiments": {
+        "chunk_size": 4,
+        "lstm_regimes": {"ratios": [0.262, 0.264, 0.265, 0.266]},
+        "resnet32_sweep": {"ratios": {"start": 0.100, "stop": 0.108, "step": 0.001, "extra": [0.111, 0.147]}},
+        "ablation": {
+            "heuristics": ["DTR", "LRU", "AbSizeStale", "RandomStorage"],
+            "seeds": [0, 1],
+            "lstm_ratios": [0.264, 0.265],
+            "resnet32_ratios": {"start": 0.100, "stop": 0.108, "step": 0.001},
+        },
+        "determinism": {"repeats": 2, "points": [["resnet32", 0.104], ["lstm", 0.265]]},
+    },
+}
+
+
+def write_reduced_config(folder: Path, **overrides) -> Path:
+    """The reduced configuration as a YAML file in ``folder``."""
+    import yaml
+
+    path = folder / "reduced.yaml"
+    path.write_text(yaml.safe_dump({**REDUCED, **overrides}))
+    return path
+
+
 #: Our additions to an OOM record (the tensor whose operator needed the memory).
 EXTRA_FAIL_FIELDS = ("computing_tensor_id", "computing_tensor_name", "computing_op_name", "held")
 

@@ -81,13 +81,21 @@ def test_ablation_supports_the_joint_term_only_when_the_data_do():
              if h in ablation.ABLATION_FAMILY and size and stale}
     t = ablation.per_heuristic(*_ablation_tables(joint))
     c = ablation.conclusions(t)
-    assert c["joint_size_staleness_supported"] and c["inverting_variants"] == ["AbESizeStale"]
+    assert c["joint_size_staleness_supported"] and c["inverting_variants"] == ["e*, size, staleness"]
     assert "support the joint size-staleness term" in c["statement"]
     t = ablation.per_heuristic(*_ablation_tables({"AbESizeStale", "AbESize"}))
     c = ablation.conclusions(t)
     assert not c["joint_size_staleness_supported"]
-    assert "without the joint size-staleness term (AbESize)" in c["statement"]
+    assert "without the joint size-staleness term (e*, size, no staleness)" in c["statement"]
     assert "do not support" in c["statement"]
+
+
+def test_switching_needs_two_feasible_budgets():
+    runs = pd.DataFrame({"ratio": [0.1, 0.2, 0.3], "status": ["thrashed", "ok", "ok"], "overhead": [None, 9.0, 1.5]})
+    sw = ablation.switching(runs)
+    assert sw["switches"] and sw["status_change"] and sw["max_adjacent_factor"] == 6.0
+    runs = pd.DataFrame({"ratio": [0.1, 0.2], "status": ["thrashed", "oom"], "overhead": [None, None]})
+    assert not ablation.switching(runs)["switches"]
 
 
 def test_claims_check_respects_published_precision():

@@ -52,8 +52,8 @@ def record(
     params: Mapping | None = None,
 ) -> None:
     """Write the provenance sidecar of each output (call after writing them)."""
-    inputs = sorted({relpath(i) for i in inputs})
-    entry_inputs = {i: sha256_file(i) for i in inputs}
+    entry_inputs = {relpath(i): sha256_file(i) for i in sorted(set(map(str, inputs)))}
+    entry_inputs = dict(sorted(entry_inputs.items()))
     for out in outputs:
         doc = {"artifact": relpath(out), "rule": rule, "inputs": entry_inputs, "params": dict(params or {})}
         write_text(sidecar_path(out), canonical_json(doc))

@@ -17,6 +17,14 @@ except dtrlab_config.ConfigError as e:
     raise WorkflowError(f"invalid configuration: {e}")
 
 CONFIG_SHA256 = dtrlab_config.config_hash(config)
+
+
+wildcard_constraints:
+    trace="[a-z0-9_]+",
+    sweep="[a-z0-9_]+",
+    chunk="[0-9]+",
+
+
 DATA = config["data_dir"]
 RESULTS = config["results_dir"]
 TRACES = config["traces"]
