@@ -47,6 +47,9 @@ def test_regimes_split_at_the_widest_gap():
     assert round(adj["ratio"], 1) == 7.3
     summary = regimes.summarize(s, [0.264, 0.265])
     assert summary["switches"] == 3 and summary["points"]["0.264"]["regime"] == "slow"
+    assert summary["largest_adjacent_ratio_points"]["ratio"] == 8.78 / 1.38  # only the given points
+    gapped = s[s.ratio.isin([0.262, 0.264, 0.265])]
+    assert regimes.largest_adjacent_ratio(gapped)["low_budget_ratio"] == 0.265  # 0.262-0.264 is 0.002 apart
 
 
 def test_one_regime_when_no_gap():

@@ -40,7 +40,7 @@ def test_every_published_value_is_matched(run):
 def test_c1_regimes_and_largest_ratio(run):
     c1 = load(run, "claims/c1_regimes.json")
     assert [c1["points"][r]["regime"] for r in ("0.262", "0.264", "0.265", "0.266")] == ["fast", "slow", "fast", "slow"]
-    adj = c1["largest_adjacent_ratio"]
+    adj = c1["largest_adjacent_ratio_points"]
     assert (adj["low_budget_ratio"], adj["high_budget_ratio"]) == (0.265, 0.266)
     assert round(adj["ratio"], 1) == 7.3
 

@@ -10,7 +10,8 @@ from typing import Any
 def flatten(c1: dict, c2: dict, c3: dict, c4: dict, c6: dict, baselines: dict) -> dict[str, dict[str, Any]]:
     """Each claim's figures under the keys of the published-values file."""
     pts = c1["points"]
-    adj = c1["largest_adjacent_ratio"]
+    adj = c1["largest_adjacent_ratio_points"]
+    fine = c1["largest_adjacent_ratio"]
     claims = {
         "baseline": {
             "lstm_peak": baselines["lstm"]["peak"], "lstm_compute": baselines["lstm"]["compute"],
@@ -21,6 +22,8 @@ def flatten(c1: dict, c2: dict, c3: dict, c4: dict, c6: dict, baselines: dict) -
             **{f"lstm_regime_{r}": pts[r]["regime"] for r in sorted(pts)},
             "largest_adjacent_overhead_ratio": adj["ratio"],
             "largest_adjacent_between": [adj["low_budget_ratio"], adj["high_budget_ratio"]],
+            "sweep_largest_adjacent_overhead_ratio": fine["ratio"],
+            "sweep_largest_adjacent_between": [fine["low_budget_ratio"], fine["high_budget_ratio"]],
             "regime_threshold": c1["rule"]["threshold"],
             "sweep_fast": c1["n_fast"], "sweep_slow": c1["n_slow"], "sweep_switches": c1["switches"],
         },
