@@ -15,6 +15,7 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/baselines.smk"
 include: "workflow/rules/experiments.smk"
+include: "workflow/rules/atlas.smk"
 include: "workflow/rules/provenance.smk"
 
 
@@ -22,3 +23,4 @@ rule all:
     default_target: True
     input:
         rules.manifest.output,
+        rules.atlas_report.output,

@@ -43,6 +43,10 @@ REDUCED = {
         },
         "determinism": {"repeats": 2, "points": [["resnet32", 0.104], ["lstm", 0.265]]},
     },
+    # A narrow slice of ResNet-32 above the OOM band: its top edge and the
+    # 128-byte holes just above it.
+    "atlas": {"traces": ["resnet32"], "heuristics": ["DTR"], "lo": 0.1063, "hi": 0.1064, "chunks": 2,
+              "max_runs": 1000, "time_limit": 600},
 }
 
 

@@ -95,3 +95,14 @@ def test_manifest_covers_the_experiments_and_verifies(run):
         assert p in paths
     assert paths["results/claims/claims_check.csv"]["inputs"]["external/paper_claims.yaml"]
     assert provenance.verify(run / "results/MANIFEST.json") == []
+
+
+def test_atlas_target_outputs(run):
+    a = load(run, "atlas/resnet32/DTR/atlas.json")
+    assert a["exact"] and a["holes"] and all(h["hi"] - h["lo"] + 1 == 128 for h in a["holes"])
+    assert len(a["forensics"]) == len(a["holes"])
+    holes = pd.read_csv(run / "results/atlas/holes.csv")
+    assert list(holes.lo) == [h["lo"] for h in a["holes"]]
+    tex = (run / "results/atlas/holes.tex").read_text()
+    assert tex.startswith("\\begin{tabular}") and "\\bottomrule" in tex
+    assert (run / "results/atlas/atlas.png").read_bytes()[:4] == b"\x89PNG"

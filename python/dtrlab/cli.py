@@ -83,6 +83,20 @@ def build_parser() -> argparse.ArgumentParser:
     ref = sub.add_parser("fetch-simrd", help="download the reference simulator at the pinned commit")
     ref.add_argument("--dest", default="data/simrd", help="folder to unpack into (then DTRLAB_SIMRD=DEST)")
 
+    at = sub.add_parser("atlas", help="map a budget range exactly into execution classes; find every hole")
+    _add_trace_args(at)
+    at.add_argument("--lo", type=float, required=True, help="lowest budget, as a fraction of the baseline peak")
+    at.add_argument("--hi", type=float, required=True, help="highest budget, as a fraction of the baseline peak")
+    at.add_argument("--heuristic", default="DTR", choices=engine.HEURISTICS, metavar="H")
+    atcap = at.add_mutually_exclusive_group()
+    atcap.add_argument("--cap", type=float, default=engine.DEFAULT_CAP)
+    atcap.add_argument("--no-cap", action="store_true")
+    at.add_argument("--max-runs", type=int, default=None,
+                    help="exact walk for at most this many runs, then grid + bisection (reported as sampled)")
+    at.add_argument("--time-limit", type=float, default=None, help="seconds of exact walk before sampling")
+    at.add_argument("--grid", type=int, default=200, help="samples of the fallback grid")
+    at.add_argument("--forensics", action="store_true", help="first differing eviction and retention per hole")
+
     task = sub.add_parser("task", help="run one workflow task (see dtrlab.experiments.TASKS)")
     task.add_argument("name", help="task name")
     task.add_argument("--in", dest="inputs", nargs="*", default=[])
@@ -131,6 +145,26 @@ def main(argv: list[str] | None = None) -> int:
             if problems:
                 return 1
             print(f"{args.manifest}: every artifact verified")
+            return 0
+        if args.command == "atlas":
+            from dtrlab import atlas
+
+            trace = engine.load_trace(args.trace, start=args.start)
+            peak = engine.baseline(trace).peak
+            a = atlas.build(trace, int(peak * args.lo), int(peak * args.hi), heuristic=args.heuristic,
+                            cap=None if args.no_cap else args.cap, max_runs=args.max_runs,
+                            time_limit=args.time_limit, grid=args.grid)
+            doc = a.to_dict()
+            if args.forensics:
+                doc["forensics"] = [atlas.hole_forensics(trace, a, h) for h in a.holes()]
+            if args.json:
+                print(json.dumps(doc))
+            else:
+                print(f"{a.trace} {a.heuristic}: {len(a.classes)} execution classes in [{a.lo_budget}, "
+                      f"{a.hi_budget}] from {a.runs} runs ({'exact' if a.exact else 'partly sampled'})")
+                for h in doc["holes"]:
+                    print(f"  hole [{h['lo']}, {h['hi']}] ({h['hi'] - h['lo'] + 1} B) between ok budgets "
+                          f"{h['below_ok_budget']} and {h['above_ok_budget']}")
             return 0
         if args.command == "task":
             from dtrlab import experiments

@@ -137,6 +137,55 @@ def claims_check(inputs, outputs, params) -> None:
     write_text(outputs[2], "\n".join(lines) + "\n")
 
 
+def atlas_chunk(inputs, outputs, params) -> None:
+    """One chunk of a trace's budget range, mapped into execution classes."""
+    from dtrlab import atlas
+
+    trace = engine.load_trace(inputs[0])
+    peak = engine.baseline(trace).peak
+    lo_b, hi_b = atlas.chunk_range(int(peak * params["lo"]), int(peak * params["hi"]), params["chunk"],
+                                   params["chunks"])
+    a = atlas.build(trace, lo_b, hi_b, heuristic=params["heuristic"], cap=params.get("cap"),
+                    max_runs=params.get("max_runs"), time_limit=params.get("time_limit"), grid=params.get("grid", 40))
+    _json_out(outputs[0], a.to_dict())
+
+
+def atlas_merge(inputs, outputs, params) -> None:
+    """inputs: the trace, then its chunks. outputs: atlas JSON, classes
+    (parquet, csv), holes (parquet, csv)."""
+    from dtrlab import atlas
+
+    trace = engine.load_trace(inputs[0])
+    a = atlas.combine([atlas.from_dict(_read_json(p)) for p in inputs[1:]])
+    forensics = [atlas.hole_forensics(trace, a, h) for h in a.holes()] if params.get("forensics", True) else None
+    doc = a.to_dict()
+    doc["forensics"] = forensics
+    _json_out(outputs[0], doc)
+    classes = pd.DataFrame([{**{k: v for k, v in c.items() if k != "interval"}, "trace": a.trace,
+                             "heuristic": a.heuristic} for c in doc["classes"]])
+    classes["lo_ratio"] = classes.lo / a.peak
+    classes["hi_ratio"] = classes.hi / a.peak
+    write_table(classes, outputs[1], outputs[2])
+    cols = ["trace", "heuristic", "lo", "hi", "bytes_wide", "lo_ratio", "hi_ratio", "below_ok_budget",
+            "above_ok_budget", "statuses", "exact"]
+    write_table(pd.DataFrame(atlas.holes_table(a, forensics), columns=None) if a.holes()
+                else pd.DataFrame(columns=cols), outputs[3], outputs[4])
+
+
+def atlas_report(inputs, outputs, params) -> None:
+    """inputs: every atlas JSON. outputs: figure (pdf, png), holes (csv, tex)."""
+    from dtrlab import atlas, figures
+
+    atlases = [(atlas.from_dict(d), d) for d in (_read_json(p) for p in inputs)]
+    figures.atlas_figure([a for a, _ in atlases], outputs[0], outputs[1])
+    rows = [row for a, d in atlases for row in atlas.holes_table(a, d.get("forensics"))]
+    df = pd.DataFrame(rows, columns=["trace", "heuristic", "lo", "hi", "bytes_wide", "lo_ratio", "hi_ratio",
+                                     "below_ok_budget", "above_ok_budget", "statuses", "exact"] if not rows else None)
+    with_fx = [c for c in ("retention_removes_oom",) if c in df.columns]
+    write_text(outputs[2], df.to_csv(index=False, lineterminator="\n"))
+    write_text(outputs[3], figures.holes_latex(df, with_fx))
+
+
 TASKS: dict[str, Callable] = {
     "sweep": sweep,
     "concat": concat,
@@ -148,6 +197,9 @@ TASKS: dict[str, Callable] = {
     "c6_determinism": c6_determinism,
     "claims": claims_json,
     "claims_check": claims_check,
+    "atlas_chunk": atlas_chunk,
+    "atlas_merge": atlas_merge,
+    "atlas_report": atlas_report,
 }
 
 

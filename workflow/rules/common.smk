@@ -23,6 +23,7 @@ wildcard_constraints:
     trace="[a-z0-9_]+",
     sweep="[a-z0-9_]+",
     chunk="[0-9]+",
+    heuristic="[A-Za-z]+",
 
 
 DATA = config["data_dir"]

@@ -1,0 +1,275 @@
+"""The feasibility atlas: the budget axis of a trace mapped exactly.
+
+Every replay reports its *identical-budget interval* ``[L, U-1]``: every
+budget in it gives the very same execution. Walking from ``lo`` upward, each
+run covers its whole class and the next run starts at ``U``; the result is the
+exact partition of ``[lo, hi]`` into execution classes, each with its status
+and overhead. No budget is skipped, so no failure region can hide between
+samples.
+
+Where a range has more classes than the run budget allows, the walk switches
+to a grid of samples plus bisection to the byte at every status change. Those
+parts are reported as *sampled*: their status changes are exact, but a failure
+region narrower than the grid spacing between two samples of equal status
+could be missed there, and the output says so.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+
+from dtrlab import engine
+
+
+@dataclass
+class ExecClass:
+    """Budgets ``lo..hi`` (bytes, inclusive) share one execution."""
+
+    lo: int
+    hi: int
+    status: str
+    overhead: float | None
+    exact: bool = True  # False: a sampled stretch (same status at both ends)
+    #: The run's own identical-budget interval (None for a sampled stretch):
+    #: two entries with the same interval are one class (split by a chunk edge).
+    interval: tuple[int, int | None] | None = None
+
+
+@dataclass
+class Atlas:
+    trace: str
+    heuristic: str
+    cap: float | None
+    lo_budget: int
+    hi_budget: int
+    peak: int
+    classes: list[ExecClass] = field(default_factory=list)
+    runs: int = 0
+
+    @property
+    def exact(self) -> bool:
+        return all(c.exact for c in self.classes)
+
+    def holes(self) -> list[dict]:
+        """Maximal failing stretches with an ok class right below and right above."""
+        out, cs = [], self.classes
+        i = 0
+        while i < len(cs):
+            if cs[i].status == "ok":
+                i += 1
+                continue
+            j = i
+            while j + 1 < len(cs) and cs[j + 1].status != "ok":
+                j += 1
+            if i > 0 and j + 1 < len(cs):
+                out.append({"lo": cs[i].lo, "hi": cs[j].hi, "below_ok_budget": cs[i - 1].hi,
+                            "above_ok_budget": cs[j + 1].lo, "statuses": sorted({c.status for c in cs[i:j + 1]}),
+                            "exact": all(c.exact for c in cs[i - 1:j + 2])})
+            i = j + 1
+        return out
+
+    def to_dict(self) -> dict:
+        return {
+            "trace": self.trace, "heuristic": self.heuristic, "cap": self.cap,
+            "lo_budget": self.lo_budget, "hi_budget": self.hi_budget, "peak": self.peak,
+            "classes": [{**asdict(c), "interval": None if c.interval is None else list(c.interval)}
+                        for c in self.classes],
+            "holes": self.holes(), "exact": self.exact, "runs": self.runs,
+        }
+
+
+class _Prober:
+    """Replays at byte budgets, remembering every class seen."""
+
+    def __init__(self, trace: engine.Trace, heuristic: str, cap: float | None):
+        self.trace, self.heuristic, self.cap = trace, heuristic, cap
+        self.runs = 0
+
+    def run(self, budget: int, **kw) -> engine.SimResult:
+        self.runs += 1
+        return engine.simulate(self.trace, budget=budget, heuristic=self.heuristic, cap=self.cap, **kw)
+
+    def class_at(self, budget: int) -> tuple[int, int | None, engine.SimResult]:
+        """The class containing ``budget``: (first budget, last budget or None = unbounded, run)."""
+        r = self.run(budget)
+        lo, hi = r.identical_budget_interval
+        lo = 0 if lo is None else lo
+        if not (lo <= budget and (hi is None or budget <= hi)):  # the engine guarantees this
+            raise AssertionError(f"budget {budget} outside its own interval [{lo}, {hi}]")
+        return lo, hi, r
+
+
+def build(
+    trace: engine.Trace,
+    lo_budget: int,
+    hi_budget: int,
+    heuristic: str = "DTR",
+    cap: float | None = engine.DEFAULT_CAP,
+    max_runs: int | None = None,
+    time_limit: float | None = None,
+    grid: int = 200,
+    progress=None,
+) -> Atlas:
+    """Partition ``[lo_budget, hi_budget]`` into execution classes.
+
+    Exact while at most ``max_runs`` runs (and ``time_limit`` seconds) are
+    spent; the rest of the range is then sampled on ``grid`` points with
+    bisection to the byte at each status change.
+    """
+    if hi_budget < lo_budget:
+        raise ValueError(f"hi_budget {hi_budget} is below lo_budget {lo_budget}")
+    base = engine.baseline(trace)
+    atlas = Atlas(trace.key, heuristic, cap, lo_budget, hi_budget, base.peak)
+    prober = _Prober(trace, heuristic, cap)
+    start = time.monotonic()
+    b = lo_budget
+    while b <= hi_budget:
+        out_of_budget = (max_runs is not None and prober.runs >= max_runs) or (
+            time_limit is not None and time.monotonic() - start > time_limit)
+        if out_of_budget:
+            atlas.classes += _sampled(prober, b, hi_budget, grid)
+            break
+        clo, hi, r = prober.class_at(b)
+        top = hi_budget if hi is None else min(hi, hi_budget)
+        atlas.classes.append(ExecClass(b, top, r.status, r.overhead, interval=(clo, hi)))
+        if progress is not None:
+            progress(top - lo_budget + 1, hi_budget - lo_budget + 1)
+        b = top + 1
+    atlas.classes = merge_classes(atlas.classes)
+    atlas.runs = prober.runs
+    return atlas
+
+
+def merge_classes(classes: list[ExecClass]) -> list[ExecClass]:
+    """Join touching entries of one class (same interval, e.g. across a chunk
+    edge) and touching sampled stretches of one status."""
+    out: list[ExecClass] = []
+    for c in sorted(classes, key=lambda c: c.lo):
+        p = out[-1] if out else None
+        same_class = p and p.exact and c.exact and p.interval is not None and p.interval == c.interval
+        same_sampled = p and not p.exact and not c.exact and p.status == c.status
+        if p and p.hi + 1 == c.lo and (same_class or same_sampled):
+            p.hi = c.hi
+        else:
+            out.append(ExecClass(**asdict(c)))
+    return out
+
+
+def combine(parts: list[Atlas]) -> Atlas:
+    """Atlases of consecutive budget ranges (chunks) as one."""
+    parts = sorted(parts, key=lambda a: a.lo_budget)
+    for a, b in zip(parts, parts[1:]):
+        if a.hi_budget + 1 != b.lo_budget:
+            raise ValueError(f"chunks do not touch: {a.hi_budget} then {b.lo_budget}")
+    first = parts[0]
+    out = Atlas(first.trace, first.heuristic, first.cap, first.lo_budget, parts[-1].hi_budget, first.peak)
+    out.classes = merge_classes([c for p in parts for c in p.classes])
+    out.runs = sum(p.runs for p in parts)
+    return out
+
+
+def from_dict(d: dict) -> Atlas:
+    a = Atlas(d["trace"], d["heuristic"], d["cap"], d["lo_budget"], d["hi_budget"], d["peak"])
+    a.classes = [ExecClass(**{**c, "interval": None if c.get("interval") is None else tuple(c["interval"])})
+                 for c in d["classes"]]
+    a.runs = d.get("runs", 0)
+    return a
+
+
+def _sampled(prober: _Prober, lo: int, hi: int, grid: int) -> list[ExecClass]:
+    """Exact classes at ``grid`` sample budgets, and between consecutive
+    samples: bisection to the byte where the status changes; otherwise an
+    inexact stretch of the common status (a narrower failure could hide there)."""
+    def probe(b: int) -> ExecClass:
+        clo, chi, r = prober.class_at(b)
+        return ExecClass(max(clo, lo), hi if chi is None else min(chi, hi), r.status, r.overhead,
+                         interval=(clo, chi))
+
+    out: list[ExecClass] = []
+    prev: ExecClass | None = None
+    for k in range(max(2, grid)):
+        b = lo + (hi - lo) * k // (max(2, grid) - 1)
+        if prev is not None and b <= prev.hi:
+            continue
+        cur = probe(b)
+        if prev is not None:
+            _fill_gap(prober, prev, cur, probe, out)
+        out.append(cur)
+        prev = cur
+    return out
+
+
+def _fill_gap(prober: _Prober, left: ExecClass, right: ExecClass, probe, out: list[ExecClass]) -> None:
+    """Classify the budgets strictly between two exact classes."""
+    stack = [(left, right)]
+    while stack:
+        a, b = stack.pop()
+        gap_lo, gap_hi = a.hi + 1, b.lo - 1
+        if gap_lo > gap_hi:
+            continue
+        if a.status == b.status:
+            out.append(ExecClass(gap_lo, gap_hi, a.status, None, exact=False))
+            continue
+        m = probe((gap_lo + gap_hi) // 2)
+        out.append(m)
+        stack += [(a, m), (m, b)]
+
+
+def hole_forensics(trace: engine.Trace, atlas: Atlas, hole: dict) -> dict:
+    """Where the last ok class below a hole and the failing class part ways,
+    and whether never evicting the storage the failing operator needed
+    removes the failure (a retention intervention)."""
+    kw = dict(heuristic=atlas.heuristic, cap=atlas.cap, events=True)
+    ok = engine.simulate(trace, budget=hole["below_ok_budget"], **kw)
+    bad = engine.simulate(trace, budget=hole["lo"], **kw)
+    a, b = ok.eviction_sequence, bad.eviction_sequence
+    k = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    first = {
+        "index": k,
+        "ok_eviction": list(a[k]) if k < len(a) else None,
+        "failing_eviction": list(b[k]) if k < len(b) else None,
+    }
+    needed = trace.storage_of(bad.fail["tensor_id"])
+    retained = engine.simulate(trace, budget=hole["lo"], heuristic=atlas.heuristic, cap=atlas.cap, retain=[needed])
+    return {
+        "hole": {k: hole[k] for k in ("lo", "hi")},
+        "first_difference": first,
+        "fail": {k: bad.fail[k] for k in ("model_op", "tensor_id", "tensor_name", "computing_op_name", "request",
+                                          "pinned", "depth")},
+        "retention": {"retained_storage": needed, "status": retained.status, "overhead": retained.overhead,
+                      "oom_removed": retained.status != "oom"},
+    }
+
+
+def chunk_range(lo_budget: int, hi_budget: int, chunk: int, chunks: int) -> tuple[int, int]:
+    """The ``chunk``-th of ``chunks`` consecutive byte ranges covering [lo, hi]."""
+    n = hi_budget - lo_budget + 1
+    a = lo_budget + n * chunk // chunks
+    b = lo_budget + n * (chunk + 1) // chunks - 1
+    return a, b
+
+
+def holes_table(atlas: Atlas, forensics: list[dict] | None = None) -> list[dict]:
+    """One row per hole: byte edges, ratios of the peak, and its forensics."""
+    rows = []
+    for i, h in enumerate(atlas.holes()):
+        row = {
+            "trace": atlas.trace, "heuristic": atlas.heuristic, "lo": h["lo"], "hi": h["hi"],
+            "bytes_wide": h["hi"] - h["lo"] + 1, "lo_ratio": h["lo"] / atlas.peak, "hi_ratio": h["hi"] / atlas.peak,
+            "below_ok_budget": h["below_ok_budget"], "above_ok_budget": h["above_ok_budget"],
+            "statuses": "/".join(h["statuses"]), "exact": h["exact"],
+        }
+        if forensics:
+            f = forensics[i]
+            row.update({
+                "first_difference_index": f["first_difference"]["index"],
+                "ok_eviction": str(f["first_difference"]["ok_eviction"]),
+                "failing_eviction": str(f["first_difference"]["failing_eviction"]),
+                "fail_model_op": f["fail"]["model_op"], "fail_tensor": f["fail"]["tensor_name"],
+                "fail_operator": f["fail"]["computing_op_name"],
+                "retained_storage": f["retention"]["retained_storage"],
+                "retention_status": f["retention"]["status"], "retention_removes_oom": f["retention"]["oom_removed"],
+            })
+        rows.append(row)
+    return rows

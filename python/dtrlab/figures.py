@@ -1,0 +1,75 @@
+"""Figures and LaTeX tables drawn from tidy results (matplotlib, headless).
+
+Colour-blind-safe (Okabe-Ito) and readable in greyscale print: status is also
+encoded by hatching.
+"""
+
+from __future__ import annotations
+
+from dtrlab.atomic import atomic_open
+
+OKABE_ITO = {"ok": "#009E73", "oom": "#D55E00", "thrashed": "#CC79A7", "sampled": "#999999"}
+HATCH = {"ok": "", "oom": "////", "thrashed": "xxxx"}
+
+
+def _save(fig, pdf_path, png_path) -> None:
+    # Fixed metadata: the PDF bytes depend on the figure only.
+    with atomic_open(pdf_path, "wb") as f:
+        fig.savefig(f, format="pdf", metadata={"CreationDate": None, "ModDate": None, "Producer": "dtrlab",
+                                               "Creator": "dtrlab"})
+    with atomic_open(png_path, "wb") as f:
+        fig.savefig(f, format="png", dpi=200, metadata={"Software": "dtrlab"})
+
+
+def atlas_figure(atlases, pdf_path, png_path) -> None:
+    """One row per atlas: execution classes along the budget axis coloured by
+    status (overhead of ok classes on top), holes marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    n = len(atlases)
+    fig, axes = plt.subplots(n, 1, figsize=(7.2, 1.25 * n + 0.6), squeeze=False)
+    for ax, a in zip(axes[:, 0], atlases):
+        peak = a.peak
+        for c in a.classes:
+            x0, w = c.lo / peak, (c.hi - c.lo + 1) / peak
+            color = OKABE_ITO[c.status] if c.exact else OKABE_ITO["sampled"]
+            ax.broken_barh([(x0, w)], (0, 1), facecolors=color, hatch=HATCH.get(c.status, ""), edgecolor="none",
+                           linewidth=0)
+        for h in a.holes():
+            ax.plot([(h["lo"] + h["hi"]) / 2 / peak], [1.12], marker="v", color="black", markersize=4,
+                    clip_on=False)
+        ax.set_xlim(a.lo_budget / peak, a.hi_budget / peak)
+        ax.set_ylim(0, 1)
+        ax.set_yticks([])
+        ax.set_ylabel(f"{a.trace}\n{a.heuristic}", rotation=0, ha="right", va="center", fontsize=8)
+        ax.tick_params(axis="x", labelsize=7)
+        exact = "exact" if a.exact else "partly sampled"
+        ax.text(1.005, 0.5, f"{len(a.classes)} classes\n{len(a.holes())} holes\n{exact}", transform=ax.transAxes,
+                fontsize=6.5, va="center")
+    axes[-1, 0].set_xlabel("budget (fraction of the baseline peak)")
+    handles = [Patch(facecolor=OKABE_ITO[s], hatch=HATCH.get(s, ""), label=s) for s in ("ok", "oom", "thrashed")]
+    handles.append(Patch(facecolor=OKABE_ITO["sampled"], label="sampled (not exact)"))
+    fig.legend(handles=handles, loc="upper center", ncol=4, frameon=False, fontsize=7)
+    fig.tight_layout(rect=(0, 0, 0.9, 0.95))
+    _save(fig, pdf_path, png_path)
+    plt.close(fig)
+
+
+def holes_latex(df, extra_columns=()) -> str:
+    """A booktabs table of the feasibility holes with their byte edges."""
+    lines = [r"\begin{tabular}{llrrrl" + "l" * len(extra_columns) + "}", r"\toprule",
+             "trace & heuristic & first byte & last byte & width (B) & of peak"
+             + "".join(" & retention removes OOM" for _ in extra_columns) + r" \\", r"\midrule"]
+    if len(df) == 0:
+        lines.append(r"\multicolumn{6}{c}{no holes found} \\")
+    for _, r in df.iterrows():
+        cells = [str(r.trace).replace("_", r"\_"), r.heuristic, f"{r.lo:,}", f"{r.hi:,}", f"{r.bytes_wide:,}",
+                 f"{r.lo_ratio:.5f}--{r.hi_ratio:.5f}"]
+        cells += ["yes" if r[c] else "no" for c in extra_columns]
+        lines.append(" & ".join(cells) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}", ""]
+    return "\n".join(lines)

@@ -1,0 +1,108 @@
+"""The exact feasibility atlas: classes partition the range, every boundary is
+confirmed one byte either side, the paper's inversion is found with exact
+edges, and the sampled fallback never reports a hole a run contradicts."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import dtrlab
+from dtrlab import atlas
+
+#: The ResNet-32 OOM band of the paper (0.102-0.106 on the 0.001 grid), to the byte.
+BAND = (1_024_657_200, 1_069_656_159)
+
+
+@pytest.fixture(scope="module")
+def resnet(load):
+    return load("resnet32")
+
+
+@pytest.fixture(scope="module")
+def exact_atlas(resnet):
+    peak = dtrlab.baseline(resnet).peak
+    return atlas.build(resnet, int(peak * 0.100), int(peak * 0.108))
+
+
+def _class_view(r: dtrlab.SimResult) -> tuple:
+    return (r.status, r.clock, r.evictions, r.identical_budget_interval, r.evicted_ids)
+
+
+def test_classes_partition_the_range(exact_atlas):
+    a = exact_atlas
+    assert a.exact and a.classes[0].lo == a.lo_budget and a.classes[-1].hi == a.hi_budget
+    for c, d in zip(a.classes, a.classes[1:]):
+        assert c.hi + 1 == d.lo
+
+
+def test_the_paper_inversion_with_exact_byte_edges(exact_atlas, resnet):
+    holes = exact_atlas.holes()
+    main = max(holes, key=lambda h: h["hi"] - h["lo"])
+    assert (main["lo"], main["hi"]) == BAND
+    assert main["below_ok_budget"] == BAND[0] - 1 and main["above_ok_budget"] == BAND[1] + 1
+    # The paper's grid points 0.102..0.106 fall inside, 0.101 and 0.107 outside.
+    peak = exact_atlas.peak
+    assert all(BAND[0] <= int(peak * r) <= BAND[1] for r in (0.102, 0.103, 0.104, 0.105, 0.106))
+    assert int(peak * 0.101) < BAND[0] and int(peak * 0.107) > BAND[1]
+    # Narrow holes no 0.001 grid can see.
+    assert len(holes) > 1 and min(h["hi"] - h["lo"] + 1 for h in holes) < 1024
+
+
+def test_every_class_boundary_is_confirmed_one_byte_either_side(exact_atlas, resnet):
+    for c in exact_atlas.classes[:-1]:
+        inside = dtrlab.simulate(resnet, budget=c.hi)
+        outside = dtrlab.simulate(resnet, budget=c.hi + 1)
+        assert inside.status == c.status
+        assert _class_view(inside) != _class_view(outside), c
+
+
+def test_hole_forensics(exact_atlas, resnet):
+    main = next(h for h in exact_atlas.holes() if (h["lo"], h["hi"]) == BAND)
+    f = atlas.hole_forensics(resnet, exact_atlas, main)
+    assert f["fail"]["tensor_name"] == "x7977" and f["fail"]["model_op"] == 471
+    assert f["first_difference"]["ok_eviction"] != f["first_difference"]["failing_eviction"]
+    assert f["retention"]["retained_storage"] == 190
+    assert f["retention"]["status"] in {"ok", "oom", "thrashed"}
+
+
+@pytest.mark.parametrize("max_runs, grid, finds_band", [(3, 12, False), (10, 60, True)])
+def test_sampled_fallback_is_never_contradicted(resnet, max_runs, grid, finds_band):
+    peak = dtrlab.baseline(resnet).peak
+    a = atlas.build(resnet, int(peak * 0.080), int(peak * 0.150), max_runs=max_runs, grid=grid)
+    assert not a.exact
+    assert a.classes[0].lo == a.lo_budget and a.classes[-1].hi == a.hi_budget
+    for c, d in zip(a.classes, a.classes[1:]):
+        assert c.hi + 1 == d.lo
+    if finds_band:  # a grid fine enough to sample inside and below the band
+        assert any((h["lo"], h["hi"]) == BAND for h in a.holes())
+    for h in a.holes():
+        for b in (h["lo"], h["hi"]):
+            assert dtrlab.simulate(resnet, budget=b).status != "ok"
+        for b in (h["below_ok_budget"], h["above_ok_budget"]):
+            assert dtrlab.simulate(resnet, budget=b).status == "ok"
+    # Status changes found by bisection are exact: exact classes on both sides.
+    for c, d in zip(a.classes, a.classes[1:]):
+        if c.status != d.status:
+            assert c.exact and d.exact
+
+
+def test_chunks_combine_into_the_same_atlas(exact_atlas, resnet):
+    parts = [atlas.build(resnet, *atlas.chunk_range(exact_atlas.lo_budget, exact_atlas.hi_budget, i, 3))
+             for i in range(3)]
+    whole = atlas.combine(parts)
+    assert [(c.lo, c.hi, c.status) for c in whole.classes] == [(c.lo, c.hi, c.status) for c in exact_atlas.classes]
+    assert whole.holes() == exact_atlas.holes()
+
+
+def test_cli_json_schema(trace_dir):
+    p = subprocess.run([sys.executable, "-m", "dtrlab", "atlas", "resnet32", "--lo", "0.1016", "--hi", "0.1020",
+                        "--json"], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    d = json.loads(p.stdout)
+    assert {"trace", "heuristic", "lo_budget", "hi_budget", "classes", "holes", "exact"} <= set(d)
+    assert {"lo", "hi", "status", "overhead"} <= set(d["classes"][0])
+    assert d["trace"] == "resnet32" and d["exact"] is True

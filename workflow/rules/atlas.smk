@@ -1,0 +1,99 @@
+# Beyond the paper: every trace's budget axis mapped exactly into execution
+# classes (chunks in parallel), every feasibility hole with its byte edges and
+# forensics, one figure and one table.
+ATLAS = config["atlas"]
+
+
+rule atlas_chunk:
+    input:
+        trace=lambda wc: trace_file(wc.trace),
+    output:
+        f"{RESULTS}/atlas/{{trace}}/{{heuristic}}/chunk-{{chunk}}.json",
+    log:
+        f"{RESULTS}/logs/atlas/{{trace}}/{{heuristic}}/chunk-{{chunk}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/atlas/{{trace}}/{{heuristic}}/chunk-{{chunk}}.tsv"
+    conda:
+        ENV
+    params:
+        spec=lambda wc: task_params(
+            heuristic=wc.heuristic,
+            cap=CAP,
+            lo=ATLAS["lo"],
+            hi=ATLAS["hi"],
+            chunk=int(wc.chunk),
+            chunks=ATLAS["chunks"],
+            max_runs=ATLAS["max_runs"],
+            time_limit=ATLAS["time_limit"],
+            grid=ATLAS["grid"],
+        ),
+        rule="atlas_chunk",
+    shell:
+        "dtrlab task atlas_chunk --in {input.trace} --out {output} --params '{params.spec}' "
+        "--rule {params.rule} > {log} 2>&1"
+
+
+rule atlas_trace:
+    input:
+        trace=lambda wc: trace_file(wc.trace),
+        chunks=lambda wc: [
+            f"{RESULTS}/atlas/{wc.trace}/{wc.heuristic}/chunk-{i}.json"
+            for i in range(ATLAS["chunks"])
+        ],
+    output:
+        atlas=f"{RESULTS}/atlas/{{trace}}/{{heuristic}}/atlas.json",
+        classes=f"{RESULTS}/atlas/{{trace}}/{{heuristic}}/classes.parquet",
+        classes_csv=f"{RESULTS}/atlas/{{trace}}/{{heuristic}}/classes.csv",
+        holes=f"{RESULTS}/atlas/{{trace}}/{{heuristic}}/holes.parquet",
+        holes_csv=f"{RESULTS}/atlas/{{trace}}/{{heuristic}}/holes.csv",
+    log:
+        f"{RESULTS}/logs/atlas/{{trace}}/{{heuristic}}/merge.log",
+    conda:
+        ENV
+    params:
+        spec=task_params(forensics=ATLAS["forensics"]),
+        rule="atlas_trace",
+    shell:
+        "dtrlab task atlas_merge --in {input.trace} {input.chunks} --out {output.atlas} "
+        "{output.classes} {output.classes_csv} {output.holes} {output.holes_csv} "
+        "--params '{params.spec}' --rule {params.rule} > {log} 2>&1"
+
+
+ATLAS_FILES = expand(
+    rules.atlas_trace.output.atlas, trace=ATLAS["traces"], heuristic=ATLAS["heuristics"]
+)
+
+
+rule atlas_report:
+    input:
+        ATLAS_FILES,
+    output:
+        pdf=f"{RESULTS}/atlas/atlas.pdf",
+        png=f"{RESULTS}/atlas/atlas.png",
+        holes=f"{RESULTS}/atlas/holes.csv",
+        tex=f"{RESULTS}/atlas/holes.tex",
+    log:
+        f"{RESULTS}/logs/atlas/report.log",
+    conda:
+        ENV
+    params:
+        rule="atlas_report",
+    shell:
+        "dtrlab task atlas_report --in {input} --out {output.pdf} {output.png} {output.holes} "
+        "{output.tex} --rule {params.rule} > {log} 2>&1"
+
+
+rule atlas:
+    input:
+        rules.atlas_report.output,
+
+
+ARTIFACTS["atlas"] = [
+    *[
+        f
+        for t in ATLAS["traces"]
+        for h in ATLAS["heuristics"]
+        for f in expand(rules.atlas_trace.output, trace=t, heuristic=h)
+    ],
+    *rules.atlas_report.output,
+]
