@@ -109,3 +109,21 @@ def test_schedule_that_releases_twice_is_an_engine_error(tmp_path):
     trace = dtrlab.load_trace(path)
     with pytest.raises(dtrlab.EngineError, match=r"trace line \d+: .* released more often"):
         dtrlab.simulate(trace, budget=10**6)
+
+
+def test_large_trace_reports_the_first_error_in_file_order(tmp_path):
+    """Large traces are decoded on several threads: the error reported is
+    still the first one in the file."""
+    lines = ['{"INSTRUCTION":"ANNOTATE","ANNOTATION":"START"}']
+    for i in range(20_000):
+        lines += [f'{{"INSTRUCTION":"CONSTANT","NAME":"c{i}"}}', f'{{"INSTRUCTION":"MEMORY","NAME":"c{i}","MEMORY":"8"}}']
+    lines[30_000] = "{oops"
+    lines[35_000] = '{"INSTRUCTION":"NOPE"}'
+    path = tmp_path / "big.log"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(dtrlab.TraceError, match=r"^big.log:30001: not valid JSON"):
+        dtrlab.load_trace(path)
+    lines[30_000] = '{"INSTRUCTION":"MEMORY","NAME":"c14999","MEMORY":"8"}'
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(dtrlab.TraceError, match=r"^big.log:35001: unknown instruction"):
+        dtrlab.load_trace(path)

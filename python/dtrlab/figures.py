@@ -47,6 +47,7 @@ def atlas_figure(atlases, pdf_path, png_path) -> None:
         ax.set_yticks([])
         ax.set_ylabel(f"{a.trace}\n{a.heuristic}", rotation=0, ha="right", va="center", fontsize=8)
         ax.tick_params(axis="x", labelsize=7)
+        ax.ticklabel_format(axis="x", useOffset=False)
         exact = "exact" if a.exact else "partly sampled"
         ax.text(1.005, 0.5, f"{len(a.classes)} classes\n{len(a.holes())} holes\n{exact}", transform=ax.transAxes,
                 fontsize=6.5, va="center")
@@ -68,7 +69,7 @@ def holes_latex(df, extra_columns=()) -> str:
         lines.append(r"\multicolumn{6}{c}{no holes found} \\")
     for _, r in df.iterrows():
         cells = [str(r.trace).replace("_", r"\_"), r.heuristic, f"{r.lo:,}", f"{r.hi:,}", f"{r.bytes_wide:,}",
-                 f"{r.lo_ratio:.5f}--{r.hi_ratio:.5f}"]
+                 f"{r.lo_ratio:.6f}--{r.hi_ratio:.6f}"]
         cells += ["yes" if r[c] else "no" for c in extra_columns]
         lines.append(" & ".join(cells) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}", ""]

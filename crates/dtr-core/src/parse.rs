@@ -23,10 +23,7 @@ pub fn parse_trace(source: &str, text: &str, start: bool) -> Result<Trace, Trace
         }
         lines.push((i + 1, line));
     }
-    let mut records = Vec::with_capacity(lines.len());
-    for (no, line) in lines {
-        records.push(Record::read(source, no, line)?);
-    }
+    let records = read_records(source, &lines)?;
     let mut first = 0;
     if start {
         first = records
@@ -94,6 +91,29 @@ impl Fields {
             _ => None,
         }
     }
+}
+
+/// Decode every line, on a few threads for large traces (lines are
+/// independent); the first error in file order is reported.
+fn read_records(source: &str, lines: &[(usize, &str)]) -> Result<Vec<Record>, TraceError> {
+    const PER_THREAD: usize = 8192;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(lines.len() / PER_THREAD).max(1);
+    let decode = |part: &[(usize, &str)]| -> Result<Vec<Record>, TraceError> {
+        part.iter().map(|&(no, line)| Record::read(source, no, line)).collect()
+    };
+    if threads == 1 {
+        return decode(lines);
+    }
+    let size = lines.len().div_ceil(threads);
+    let parts: Vec<Result<Vec<Record>, TraceError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = lines.chunks(size).map(|part| scope.spawn(move || decode(part))).collect();
+        handles.into_iter().map(|h| h.join().expect("a trace-decoding thread panicked")).collect()
+    });
+    let mut records = Vec::with_capacity(lines.len());
+    for part in parts {
+        records.extend(part?);
+    }
+    Ok(records)
 }
 
 /// One JSON line with its instruction.

@@ -61,7 +61,9 @@ impl Marks {
     /// Insert `x`; true if it was not yet in the set.
     #[inline]
     pub fn insert(&mut self, x: u32) -> bool {
-        let s = &mut self.stamp[x as usize];
+        debug_assert!((x as usize) < self.stamp.len());
+        // SAFETY: every storage id is below the trace's tensor count, the length.
+        let s = unsafe { self.stamp.get_unchecked_mut(x as usize) };
         if *s == self.generation {
             false
         } else {
@@ -122,11 +124,13 @@ impl Region {
         while let Some(s) = stack.pop() {
             g.for_each_neighbour(s, dir, |us| {
                 if marks.insert(us) {
-                    if g.material[us as usize] {
+                    debug_assert!((us as usize) < g.material.len() && (us as usize) < g.compute.len());
+                    // SAFETY: storage ids index per-storage arrays of the trace's tensor count.
+                    if unsafe { *g.material.get_unchecked(us as usize) } {
                         self.frontier.push(us);
                     } else {
                         self.interior.push(us);
-                        self.compute += g.compute[us as usize];
+                        self.compute += unsafe { *g.compute.get_unchecked(us as usize) };
                         stack.push(us);
                     }
                 }

@@ -14,6 +14,7 @@ use crate::pool::Pool;
 use crate::regions::{Direction, GraphView, Marks, Region};
 use crate::rng::SplitMix64;
 use crate::trace::{Command, TensorId, Trace};
+use std::rc::Rc;
 
 /// What to replay and how.
 #[derive(Debug, Clone)]
@@ -80,6 +81,13 @@ struct Replay<'a> {
     evict_count: Vec<u32>,
     fwd: Vec<Region>,
     rev: Vec<Region>,
+    /// Absorbs owed to a region, in order: `(evicted storage, its same-
+    /// direction region at eviction)`. Applied before the region is next read,
+    /// dropped if it is rebuilt first (a rebuild ignores the old content).
+    /// The inputs of an owed absorb cannot change meanwhile: they are evicted
+    /// storages, and rematerializing one rebuilds this region.
+    owed_fwd: Vec<Vec<(u32, Rc<Region>)>>,
+    owed_rev: Vec<Vec<(u32, Rc<Region>)>>,
     eq: EqClasses,
     eq_node: Vec<Option<u32>>,
     pool: Pool,
@@ -155,6 +163,8 @@ impl<'a> Replay<'a> {
             evict_count: vec![0; n],
             fwd: if regions_on { vec![Region::default(); n] } else { Vec::new() },
             rev: if regions_on { vec![Region::default(); n] } else { Vec::new() },
+            owed_fwd: if regions_on { vec![Vec::new(); n] } else { Vec::new() },
+            owed_rev: if regions_on { vec![Vec::new(); n] } else { Vec::new() },
             eq: EqClasses::default(),
             eq_node: if eq_on { vec![None; n] } else { Vec::new() },
             pool: Pool::new(n),
@@ -273,6 +283,8 @@ impl<'a> Replay<'a> {
                 // Never read again (see `regions_unused`): give the memory back.
                 self.fwd[s as usize] = Region::default();
                 self.rev[s as usize] = Region::default();
+                self.owed_fwd[s as usize] = Vec::new();
+                self.owed_rev[s as usize] = Vec::new();
             }
         }
         Ok(())
@@ -595,10 +607,32 @@ impl<'a> Replay<'a> {
     fn rebuild(&mut self, s: u32, dir: Direction) {
         let g = GraphView { trace: self.trace, created: self.created, material: &self.material, compute: &self.compute };
         let region = match dir {
-            Direction::Forward => &mut self.fwd[s as usize],
-            Direction::Reverse => &mut self.rev[s as usize],
+            Direction::Forward => {
+                self.owed_fwd[s as usize].clear();
+                &mut self.fwd[s as usize]
+            }
+            Direction::Reverse => {
+                self.owed_rev[s as usize].clear();
+                &mut self.rev[s as usize]
+            }
         };
         region.rebuild(s, dir, &g, &mut self.marks, &mut self.walk);
+    }
+
+    /// Apply the absorbs owed to both regions of `s` before they are read.
+    #[inline]
+    fn settle_regions(&mut self, s: u32) {
+        let si = s as usize;
+        if !self.owed_fwd[si].is_empty() {
+            for (x, reg) in std::mem::take(&mut self.owed_fwd[si]) {
+                self.fwd[si].absorb(x, &reg, &self.compute, &mut self.marks);
+            }
+        }
+        if !self.owed_rev[si].is_empty() {
+            for (x, reg) in std::mem::take(&mut self.owed_rev[si]) {
+                self.rev[si].absorb(x, &reg, &self.compute, &mut self.marks);
+            }
+        }
     }
 
     // ----- eviction -------------------------------------------------------
@@ -622,16 +656,17 @@ impl<'a> Replay<'a> {
             ev.push(kind, self.model_ops, depth, s, s, size, pinned, self.clock);
         }
         if self.regions_on {
-            let own_fwd = std::mem::take(&mut self.fwd[s as usize]);
-            let own_rev = std::mem::take(&mut self.rev[s as usize]);
+            self.settle_regions(s);
+            let own_fwd = Rc::new(std::mem::take(&mut self.fwd[s as usize]));
+            let own_rev = Rc::new(std::mem::take(&mut self.rev[s as usize]));
             for &p in &own_rev.frontier {
                 if !self.regions_unused(p) {
-                    self.fwd[p as usize].absorb(s, &own_fwd, &self.compute, &mut self.marks);
+                    self.owed_fwd[p as usize].push((s, own_fwd.clone()));
                 }
             }
             for &c in &own_fwd.frontier {
                 if !self.regions_unused(c) {
-                    self.rev[c as usize].absorb(s, &own_rev, &self.compute, &mut self.marks);
+                    self.owed_rev[c as usize].push((s, own_rev.clone()));
                 }
             }
         }
@@ -679,10 +714,15 @@ impl<'a> Replay<'a> {
                 let mut best = f64::INFINITY;
                 let mut best_s = None;
                 let mut evals = 0;
-                // Scoring never changes the pool, so walk it directly.
-                for s in self.pool.iter() {
+                // Scoring never changes the pool (settling regions does not).
+                let mut next = self.pool.first();
+                while let Some(s) = next {
+                    next = self.pool.next_of(s);
                     if self.retained[s as usize] {
                         continue;
+                    }
+                    if self.regions_on {
+                        self.settle_regions(s);
                     }
                     evals += 1;
                     let h_s = self.score(h, s);
@@ -749,6 +789,11 @@ impl<'a> Replay<'a> {
     // ----- self-check -----------------------------------------------------
 
     fn check_invariants(&mut self) -> Result<(), EngineError> {
+        if self.regions_on {
+            for s in 0..self.created {
+                self.settle_regions(s);
+            }
+        }
         let bad = |m: String| Err(EngineError::Invariant(m));
         let n = self.trace.tensors.len();
         let mut pool_bytes = 0u64;
