@@ -106,3 +106,17 @@ def test_cli_json_schema(trace_dir):
     assert {"trace", "heuristic", "lo_budget", "hi_budget", "classes", "holes", "exact"} <= set(d)
     assert {"lo", "hi", "status", "overhead"} <= set(d["classes"][0])
     assert d["trace"] == "resnet32" and d["exact"] is True
+
+
+def test_run_limit_leaves_unresolved_stretches_marked(resnet):
+    peak = dtrlab.baseline(resnet).peak
+    a = atlas.build(resnet, int(peak * 0.080), int(peak * 0.150), max_runs=2, grid=30, max_total_runs=8)
+    assert a.runs <= 9  # the limit is checked before each probe
+    assert a.classes[0].lo == a.lo_budget and a.classes[-1].hi == a.hi_budget
+    for c, d in zip(a.classes, a.classes[1:]):
+        assert c.hi + 1 == d.lo
+    unresolved = a.unresolved()
+    assert sum(unresolved.values()) > 0 and a.to_dict()["unresolved_bytes"] == unresolved
+    for h in a.holes():  # whatever is reported is still confirmed
+        assert dtrlab.simulate(resnet, budget=h["lo"]).status != "ok"
+        assert dtrlab.simulate(resnet, budget=h["below_ok_budget"]).status == "ok"

@@ -52,22 +52,28 @@ class Atlas:
         return all(c.exact for c in self.classes)
 
     def holes(self) -> list[dict]:
-        """Maximal failing stretches with an ok class right below and right above."""
+        """Maximal failing stretches (oom/thrashed) with an ok class right
+        below and right above (unresolved stretches never count as either)."""
         out, cs = [], self.classes
+        failing = ("oom", "thrashed")
         i = 0
         while i < len(cs):
-            if cs[i].status == "ok":
+            if cs[i].status not in failing:
                 i += 1
                 continue
             j = i
-            while j + 1 < len(cs) and cs[j + 1].status != "ok":
+            while j + 1 < len(cs) and cs[j + 1].status in failing:
                 j += 1
-            if i > 0 and j + 1 < len(cs):
+            if i > 0 and j + 1 < len(cs) and cs[i - 1].status == "ok" and cs[j + 1].status == "ok":
                 out.append({"lo": cs[i].lo, "hi": cs[j].hi, "below_ok_budget": cs[i - 1].hi,
                             "above_ok_budget": cs[j + 1].lo, "statuses": sorted({c.status for c in cs[i:j + 1]}),
                             "exact": all(c.exact for c in cs[i - 1:j + 2])})
             i = j + 1
         return out
+
+    def unresolved(self) -> dict:
+        """Bytes left unresolved by the run limit (mixed statuses, or never sampled)."""
+        return {s: sum(c.hi - c.lo + 1 for c in self.classes if c.status == s) for s in ("mixed", "unknown")}
 
     def to_dict(self) -> dict:
         return {
@@ -75,16 +81,21 @@ class Atlas:
             "lo_budget": self.lo_budget, "hi_budget": self.hi_budget, "peak": self.peak,
             "classes": [{**asdict(c), "interval": None if c.interval is None else list(c.interval)}
                         for c in self.classes],
-            "holes": self.holes(), "exact": self.exact, "runs": self.runs,
+            "holes": self.holes(), "exact": self.exact, "runs": self.runs, "unresolved_bytes": self.unresolved(),
         }
 
 
 class _Prober:
     """Replays at byte budgets, remembering every class seen."""
 
-    def __init__(self, trace: engine.Trace, heuristic: str, cap: float | None):
+    def __init__(self, trace: engine.Trace, heuristic: str, cap: float | None, limit: int | None = None):
         self.trace, self.heuristic, self.cap = trace, heuristic, cap
         self.runs = 0
+        self.limit = limit
+
+    @property
+    def exhausted(self) -> bool:
+        return self.limit is not None and self.runs >= self.limit
 
     def run(self, budget: int, **kw) -> engine.SimResult:
         self.runs += 1
@@ -109,19 +120,22 @@ def build(
     max_runs: int | None = None,
     time_limit: float | None = None,
     grid: int = 200,
+    max_total_runs: int | None = None,
     progress=None,
 ) -> Atlas:
     """Partition ``[lo_budget, hi_budget]`` into execution classes.
 
     Exact while at most ``max_runs`` runs (and ``time_limit`` seconds) are
     spent; the rest of the range is then sampled on ``grid`` points with
-    bisection to the byte at each status change.
+    bisection to the byte at each status change. ``max_total_runs`` bounds
+    the whole job: status changes left unbisected then are reported as
+    ``mixed`` stretches (never silently dropped).
     """
     if hi_budget < lo_budget:
         raise ValueError(f"hi_budget {hi_budget} is below lo_budget {lo_budget}")
     base = engine.baseline(trace)
     atlas = Atlas(trace.key, heuristic, cap, lo_budget, hi_budget, base.peak)
-    prober = _Prober(trace, heuristic, cap)
+    prober = _Prober(trace, heuristic, cap, max_total_runs)
     start = time.monotonic()
     b = lo_budget
     while b <= hi_budget:
@@ -192,6 +206,9 @@ def _sampled(prober: _Prober, lo: int, hi: int, grid: int) -> list[ExecClass]:
         b = lo + (hi - lo) * k // (max(2, grid) - 1)
         if prev is not None and b <= prev.hi:
             continue
+        if prober.exhausted and prev is not None:
+            out.append(ExecClass(prev.hi + 1, hi, "unknown", None, exact=False))
+            return out
         cur = probe(b)
         if prev is not None:
             _fill_gap(prober, prev, cur, probe, out)
@@ -210,6 +227,9 @@ def _fill_gap(prober: _Prober, left: ExecClass, right: ExecClass, probe, out: li
             continue
         if a.status == b.status:
             out.append(ExecClass(gap_lo, gap_hi, a.status, None, exact=False))
+            continue
+        if prober.exhausted:  # out of runs: say so rather than guess
+            out.append(ExecClass(gap_lo, gap_hi, "mixed", None, exact=False))
             continue
         m = probe((gap_lo + gap_hi) // 2)
         out.append(m)

@@ -95,6 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="exact walk for at most this many runs, then grid + bisection (reported as sampled)")
     at.add_argument("--time-limit", type=float, default=None, help="seconds of exact walk before sampling")
     at.add_argument("--grid", type=int, default=200, help="samples of the fallback grid")
+    at.add_argument("--max-total-runs", type=int, default=None,
+                    help="runs in all; status changes left then are reported as unresolved")
     at.add_argument("--forensics", action="store_true", help="first differing eviction and retention per hole")
 
     task = sub.add_parser("task", help="run one workflow task (see dtrlab.experiments.TASKS)")
@@ -153,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
             peak = engine.baseline(trace).peak
             a = atlas.build(trace, int(peak * args.lo), int(peak * args.hi), heuristic=args.heuristic,
                             cap=None if args.no_cap else args.cap, max_runs=args.max_runs,
-                            time_limit=args.time_limit, grid=args.grid)
+                            time_limit=args.time_limit, grid=args.grid, max_total_runs=args.max_total_runs)
             doc = a.to_dict()
             if args.forensics:
                 doc["forensics"] = [atlas.hole_forensics(trace, a, h) for h in a.holes()]

@@ -146,7 +146,8 @@ def atlas_chunk(inputs, outputs, params) -> None:
     lo_b, hi_b = atlas.chunk_range(int(peak * params["lo"]), int(peak * params["hi"]), params["chunk"],
                                    params["chunks"])
     a = atlas.build(trace, lo_b, hi_b, heuristic=params["heuristic"], cap=params.get("cap"),
-                    max_runs=params.get("max_runs"), time_limit=params.get("time_limit"), grid=params.get("grid", 40))
+                    max_runs=params.get("max_runs"), time_limit=params.get("time_limit"), grid=params.get("grid", 40),
+                    max_total_runs=params.get("max_total_runs"))
     _json_out(outputs[0], a.to_dict())
 
 

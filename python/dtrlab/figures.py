@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dtrlab.atomic import atomic_open
 
-OKABE_ITO = {"ok": "#009E73", "oom": "#D55E00", "thrashed": "#CC79A7", "sampled": "#999999"}
+OKABE_ITO = {"ok": "#009E73", "oom": "#D55E00", "thrashed": "#CC79A7", "sampled": "#999999",
+             "mixed": "#F0E442", "unknown": "#FFFFFF"}
 HATCH = {"ok": "", "oom": "////", "thrashed": "xxxx"}
 
 
@@ -36,7 +37,7 @@ def atlas_figure(atlases, pdf_path, png_path) -> None:
         peak = a.peak
         for c in a.classes:
             x0, w = c.lo / peak, (c.hi - c.lo + 1) / peak
-            color = OKABE_ITO[c.status] if c.exact else OKABE_ITO["sampled"]
+            color = OKABE_ITO["sampled"] if not c.exact and c.status in HATCH else OKABE_ITO[c.status]
             ax.broken_barh([(x0, w)], (0, 1), facecolors=color, hatch=HATCH.get(c.status, ""), edgecolor="none",
                            linewidth=0)
         for h in a.holes():
@@ -54,7 +55,8 @@ def atlas_figure(atlases, pdf_path, png_path) -> None:
     axes[-1, 0].set_xlabel("budget (fraction of the baseline peak)")
     handles = [Patch(facecolor=OKABE_ITO[s], hatch=HATCH.get(s, ""), label=s) for s in ("ok", "oom", "thrashed")]
     handles.append(Patch(facecolor=OKABE_ITO["sampled"], label="sampled (not exact)"))
-    fig.legend(handles=handles, loc="upper center", ncol=4, frameon=False, fontsize=7)
+    handles.append(Patch(facecolor=OKABE_ITO["mixed"], label="unresolved (run limit)"))
+    fig.legend(handles=handles, loc="upper center", ncol=5, frameon=False, fontsize=7)
     fig.tight_layout(rect=(0, 0, 0.9, 0.95))
     _save(fig, pdf_path, png_path)
     plt.close(fig)

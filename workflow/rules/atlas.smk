@@ -26,6 +26,7 @@ rule atlas_chunk:
             max_runs=ATLAS["max_runs"],
             time_limit=ATLAS["time_limit"],
             grid=ATLAS["grid"],
+            max_total_runs=ATLAS["max_total_runs"],
         ),
         rule="atlas_chunk",
     shell:
