@@ -153,9 +153,18 @@ def main(argv: list[str] | None = None) -> int:
 
             trace = engine.load_trace(args.trace, start=args.start)
             peak = engine.baseline(trace).peak
-            a = atlas.build(trace, int(peak * args.lo), int(peak * args.hi), heuristic=args.heuristic,
-                            cap=None if args.no_cap else args.cap, max_runs=args.max_runs,
-                            time_limit=args.time_limit, grid=args.grid, max_total_runs=args.max_total_runs)
+            from tqdm import tqdm
+
+            lo_b, hi_b = int(peak * args.lo), int(peak * args.hi)
+            with tqdm(total=hi_b - lo_b + 1, unit="B", unit_scale=True, desc=f"{trace.key} atlas",
+                      file=sys.stderr, disable=None) as bar:
+                def progress(done, total):
+                    bar.update(done - bar.n)
+
+                a = atlas.build(trace, lo_b, hi_b, heuristic=args.heuristic,
+                                cap=None if args.no_cap else args.cap, max_runs=args.max_runs,
+                                time_limit=args.time_limit, grid=args.grid, max_total_runs=args.max_total_runs,
+                                progress=progress)
             doc = a.to_dict()
             if args.forensics:
                 doc["forensics"] = [atlas.hole_forensics(trace, a, h) for h in a.holes()]
