@@ -3,6 +3,7 @@
 #
 #   snakemake --cores 16 all          # everything, hashed into results/MANIFEST.json
 #   snakemake --cores 2 baselines     # one target
+#   snakemake --cores 16 atlas        # beyond the paper: the exact feasibility atlas
 #
 # Rules live in workflow/rules/ (one file per topic); the work behind each rule
 # is a `dtrlab` command, tested in the package.
@@ -23,4 +24,3 @@ rule all:
     default_target: True
     input:
         rules.manifest.output,
-        rules.atlas_report.output,

@@ -19,7 +19,7 @@ def run(tmp_path_factory) -> Path:
     if mirror is None:
         pytest.skip("no artifact mirror (set DTRLAB_ARTIFACT_MIRROR)")
     work = tmp_path_factory.mktemp("experiments")
-    p = snakemake(work, "all", "--configfile", str(write_reduced_config(work)),
+    p = snakemake(work, "all", "atlas", "--configfile", str(write_reduced_config(work)),
                   env={traces.MIRROR_ENV: str(Path(mirror).resolve())})
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     return work
@@ -106,3 +106,4 @@ def test_atlas_target_outputs(run):
     tex = (run / "results/atlas/holes.tex").read_text()
     assert tex.startswith("\\begin{tabular}") and "\\bottomrule" in tex
     assert (run / "results/atlas/atlas.png").read_bytes()[:4] == b"\x89PNG"
+    assert provenance.verify(run / "results/atlas/MANIFEST.json", root=run) == []
