@@ -120,3 +120,18 @@ def test_run_limit_leaves_unresolved_stretches_marked(resnet):
     for h in a.holes():  # whatever is reported is still confirmed
         assert dtrlab.simulate(resnet, budget=h["lo"]).status != "ok"
         assert dtrlab.simulate(resnet, budget=h["below_ok_budget"]).status == "ok"
+
+
+def test_forensics_of_a_thrashed_hole(tmp_path):
+    """A hole of thrashed runs has no failing request: forensics says so."""
+    from dtrlab import figures
+
+    a = atlas.Atlas("t", "DTR", 60.0, 0, 30, 100)
+    a.classes = [atlas.ExecClass(0, 9, "ok", 1.0), atlas.ExecClass(10, 19, "thrashed", None),
+                 atlas.ExecClass(20, 30, "ok", 1.0)]
+    rows = atlas.holes_table(a, [{"first_difference": {"index": 0, "ok_eviction": None, "failing_eviction": None},
+                                  "fail": None, "retention": None, "status": "thrashed"}])
+    assert rows[0]["retention_removes_oom"] is None and rows[0]["statuses"] == "thrashed"
+    import pandas as pd
+
+    assert "n/a" in figures.holes_latex(pd.DataFrame(rows), ["retention_removes_oom"])

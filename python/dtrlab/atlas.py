@@ -250,17 +250,20 @@ def hole_forensics(trace: engine.Trace, atlas: Atlas, hole: dict) -> dict:
         "ok_eviction": list(a[k]) if k < len(a) else None,
         "failing_eviction": list(b[k]) if k < len(b) else None,
     }
+    if bad.fail is None:  # a thrashed class: no failing request to intervene on
+        return {"hole": {k: hole[k] for k in ("lo", "hi")}, "first_difference": first, "fail": None,
+                "retention": None, "status": bad.status}
     needed = trace.storage_of(bad.fail["tensor_id"])
     retained = engine.simulate(trace, budget=hole["lo"], heuristic=atlas.heuristic, cap=atlas.cap, retain=[needed])
     return {
         "hole": {k: hole[k] for k in ("lo", "hi")},
         "first_difference": first,
+        "status": bad.status,
         "fail": {k: bad.fail[k] for k in ("model_op", "tensor_id", "tensor_name", "computing_op_name", "request",
                                           "pinned", "depth")},
         "retention": {"retained_storage": needed, "status": retained.status, "overhead": retained.overhead,
                       "oom_removed": retained.status != "oom"},
     }
-
 
 def chunk_range(lo_budget: int, hi_budget: int, chunk: int, chunks: int) -> tuple[int, int]:
     """The ``chunk``-th of ``chunks`` consecutive byte ranges covering [lo, hi]."""
@@ -282,14 +285,15 @@ def holes_table(atlas: Atlas, forensics: list[dict] | None = None) -> list[dict]
         }
         if forensics:
             f = forensics[i]
+            fail, ret = f["fail"] or {}, f["retention"] or {}
             row.update({
                 "first_difference_index": f["first_difference"]["index"],
                 "ok_eviction": str(f["first_difference"]["ok_eviction"]),
                 "failing_eviction": str(f["first_difference"]["failing_eviction"]),
-                "fail_model_op": f["fail"]["model_op"], "fail_tensor": f["fail"]["tensor_name"],
-                "fail_operator": f["fail"]["computing_op_name"],
-                "retained_storage": f["retention"]["retained_storage"],
-                "retention_status": f["retention"]["status"], "retention_removes_oom": f["retention"]["oom_removed"],
+                "fail_model_op": fail.get("model_op"), "fail_tensor": fail.get("tensor_name"),
+                "fail_operator": fail.get("computing_op_name"),
+                "retained_storage": ret.get("retained_storage"),
+                "retention_status": ret.get("status"), "retention_removes_oom": ret.get("oom_removed"),
             })
         rows.append(row)
     return rows

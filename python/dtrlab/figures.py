@@ -72,7 +72,7 @@ def holes_latex(df, extra_columns=()) -> str:
     for _, r in df.iterrows():
         cells = [str(r.trace).replace("_", r"\_"), r.heuristic, f"{r.lo:,}", f"{r.hi:,}", f"{r.bytes_wide:,}",
                  f"{r.lo_ratio:.6f}--{r.hi_ratio:.6f}"]
-        cells += ["yes" if r[c] else "no" for c in extra_columns]
+        cells += ["n/a" if r[c] is None or r[c] != r[c] else ("yes" if r[c] else "no") for c in extra_columns]
         lines.append(" & ".join(cells) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}", ""]
     return "\n".join(lines)
