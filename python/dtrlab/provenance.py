@@ -52,8 +52,7 @@ def record(
     params: Mapping | None = None,
 ) -> None:
     """Write the provenance sidecar of each output (call after writing them)."""
-    entry_inputs = {relpath(i): sha256_file(i) for i in sorted(set(map(str, inputs)))}
-    entry_inputs = dict(sorted(entry_inputs.items()))
+    entry_inputs = dict(sorted((relpath(i), sha256_file(i)) for i in set(map(str, inputs))))
     for out in outputs:
         doc = {"artifact": relpath(out), "rule": rule, "inputs": entry_inputs, "params": dict(params or {})}
         write_text(sidecar_path(out), canonical_json(doc))

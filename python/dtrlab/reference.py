@@ -18,7 +18,6 @@ The result has the same schema as the native engine's.
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import math
 import os
@@ -410,17 +409,3 @@ def simulate(
         "evicted_ids": sorted(obs.evictions.items()),
         "events": obs.events,
     }
-
-
-@contextlib.contextmanager
-def configured(path: str | os.PathLike):
-    """Temporarily point ``DTRLAB_SIMRD`` at ``path``."""
-    old = os.environ.get(SIMRD_ENV)
-    os.environ[SIMRD_ENV] = str(path)
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop(SIMRD_ENV, None)
-        else:
-            os.environ[SIMRD_ENV] = old

@@ -41,12 +41,6 @@ pub struct Tensor {
     pub name: String,
 }
 
-impl Tensor {
-    pub fn is_alias(&self, id: TensorId) -> bool {
-        self.storage != id
-    }
-}
-
 /// A command of the replay schedule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Command {
@@ -206,12 +200,5 @@ impl Trace {
     #[inline]
     pub fn storage_size(&self, s: TensorId) -> u64 {
         self.tensors[s as usize].size
-    }
-
-    pub fn n_model_ops(&self) -> usize {
-        self.schedule
-            .iter()
-            .filter(|c| matches!(c, Command::Compute(_)))
-            .count()
     }
 }
