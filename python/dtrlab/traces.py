@@ -175,15 +175,21 @@ def traces_present(data_dir: str | os.PathLike) -> bool:
     return True
 
 
+#: Folders verified in this process (hashing ~10 MB per trace lookup is wasteful).
+_VERIFIED: set[Path] = set()
+
+
 def ensure_traces(data_dir: str | os.PathLike | None = None, mirror: str | None = None) -> Path:
     """Make sure the verified traces are in ``data_dir`` (fetching if needed)."""
     data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
-    if traces_present(data_dir):
+    if data_dir.resolve() in _VERIFIED or traces_present(data_dir):
+        _VERIFIED.add(data_dir.resolve())
         return data_dir
     archive = data_dir / "logs.zip"
     if not (archive.is_file() and sha256_file(archive) == ARTIFACT_SHA256):
         fetch_archive(archive, mirror=mirror or default_mirror())
     extract_traces(archive, data_dir)
+    _VERIFIED.add(data_dir.resolve())
     return data_dir
 
 
