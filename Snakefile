@@ -1,9 +1,11 @@
 # dtrlab: reproduce "Deterministic Regime Switching and Feasibility Inversion in
 # Dynamic Tensor Rematerialization" from the public DTR traces.
 #
-#   snakemake --cores 16 all          # everything, hashed into results/MANIFEST.json
-#   snakemake --cores 2 baselines     # one target
-#   snakemake --cores 16 atlas        # beyond the paper: the exact feasibility atlas
+#   snakemake --cores 16 all               # everything: results/paper/main.pdf, every
+#                                          # artifact hashed into results/MANIFEST.json
+#   snakemake --cores 2 fig_lstm_regimes   # one figure (fig_*), or any one target
+#   snakemake --cores 16 atlas             # beyond the paper: the feasibility atlas only
+#   snakemake --report report.html         # captioned figures, after a run
 #
 # Rules live in workflow/rules/ (one file per topic); the work behind each rule
 # is a `dtrlab` command, tested in the package.
@@ -12,11 +14,15 @@
 configfile: workflow.source_path("config/config.yaml")
 
 
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/baselines.smk"
 include: "workflow/rules/experiments.smk"
 include: "workflow/rules/atlas.smk"
+include: "workflow/rules/paper.smk"
 include: "workflow/rules/provenance.smk"
 
 

@@ -12,8 +12,12 @@ have_cmd cc || need+=(build-essential)
 have_cmd git || need+=(git)
 # Rust: prefer the machine's rustup toolchain; Debian's cargo is the fallback.
 have_cmd cargo || need+=(cargo rustc)
-# Paper build (LaTeX via latexmk) and figure rendering checks.
-for p in ${DTRLAB_TEX_PACKAGES:-}; do have_pkg "$p" || need+=("$p"); done
+# The paper: LaTeX via latexmk (Times fonts, booktabs, natbib from the
+# recommended collections), poppler's pdftotext/pdftoppm for its checks.
+TEX_PACKAGES=(latexmk texlive-latex-base texlive-latex-recommended texlive-fonts-recommended)
+have_cmd latexmk && have_cmd pdflatex && kpsewhich mathptmx.sty >/dev/null 2>&1 || need+=("${TEX_PACKAGES[@]}")
+have_cmd pdftotext || need+=(poppler-utils)
+for p in ${DTRLAB_EXTRA_PACKAGES:-}; do have_pkg "$p" || need+=("$p"); done
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0

@@ -90,3 +90,19 @@ def load(trace_dir):
         return _load(str(key_or_path), start)
 
     return get
+
+
+@pytest.fixture(scope="session")
+def run(tmp_path_factory) -> Path:
+    """One reduced run of the whole workflow (`all` and `atlas`), shared by
+    the experiment, paper and atlas tests."""
+    from test_workflow import snakemake
+
+    mirror = traces.default_mirror()
+    if mirror is None:
+        pytest.skip("no artifact mirror (set DTRLAB_ARTIFACT_MIRROR)")
+    work = tmp_path_factory.mktemp("experiments")
+    p = snakemake(work, "all", "atlas", "--configfile", str(write_reduced_config(work)),
+                  env={traces.MIRROR_ENV: str(Path(mirror).resolve())})
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    return work

@@ -124,7 +124,7 @@ def test_run_limit_leaves_unresolved_stretches_marked(resnet):
 
 def test_forensics_of_a_thrashed_hole(tmp_path):
     """A hole of thrashed runs has no failing request: forensics says so."""
-    from dtrlab import figures
+    from dtrlab.report import tables
 
     a = atlas.Atlas("t", "DTR", 60.0, 0, 30, 100)
     a.classes = [atlas.ExecClass(0, 9, "ok", 1.0), atlas.ExecClass(10, 19, "thrashed", None),
@@ -134,4 +134,4 @@ def test_forensics_of_a_thrashed_hole(tmp_path):
     assert rows[0]["retention_removes_oom"] is None and rows[0]["statuses"] == "thrashed"
     import pandas as pd
 
-    assert "n/a" in figures.holes_latex(pd.DataFrame(rows), ["retention_removes_oom"])
+    assert "n/a" in tables.holes(pd.DataFrame(rows), ["retention_removes_oom"])

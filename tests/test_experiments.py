@@ -10,20 +10,6 @@ import pandas as pd
 import pytest
 
 from dtrlab import provenance, traces
-from conftest import write_reduced_config
-from test_workflow import snakemake
-
-@pytest.fixture(scope="module")
-def run(tmp_path_factory) -> Path:
-    mirror = traces.default_mirror()
-    if mirror is None:
-        pytest.skip("no artifact mirror (set DTRLAB_ARTIFACT_MIRROR)")
-    work = tmp_path_factory.mktemp("experiments")
-    p = snakemake(work, "all", "atlas", "--configfile", str(write_reduced_config(work)),
-                  env={traces.MIRROR_ENV: str(Path(mirror).resolve())})
-    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    return work
-
 
 def load(run: Path, name: str):
     path = run / "results" / name

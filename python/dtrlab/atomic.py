@@ -9,6 +9,16 @@ from pathlib import Path
 from typing import IO, Iterator
 
 
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+# mkstemp creates 0600 files; finished artifacts get the usual 0666 & ~umask.
+_FILE_MODE = 0o666 & ~_current_umask()
+
+
 @contextlib.contextmanager
 def atomic_open(path: str | os.PathLike, mode: str = "w", **kwargs) -> Iterator[IO]:
     """Open a temporary sibling of ``path``; on success rename it into place.
@@ -24,6 +34,7 @@ def atomic_open(path: str | os.PathLike, mode: str = "w", **kwargs) -> Iterator[
             yield f
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, _FILE_MODE)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

@@ -79,6 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
     man.add_argument("artifacts", nargs="+")
     man.add_argument("--out", required=True)
     man.add_argument("--config-sha256", required=True)
+    man.add_argument("--unhashed", nargs="*", default=[],
+                     help="files listed as provenance but not hashed (executed notebooks carry timestamps)")
 
     ref = sub.add_parser("fetch-simrd", help="download the reference simulator at the pinned commit")
     ref.add_argument("--dest", default="data/simrd", help="folder to unpack into (then DTRLAB_SIMRD=DEST)")
@@ -137,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
             tasks.tabulate(args.inputs, args.parquet, args.csv, sort_by=args.sort_by.split(","), rule=args.rule)
             return 0
         if args.command == "manifest":
-            m = tasks.make_manifest(args.out, args.config_sha256, args.artifacts)
+            m = tasks.make_manifest(args.out, args.config_sha256, args.artifacts, unhashed=args.unhashed)
             print(f"{args.out}: {len(m['artifacts'])} artifacts hashed")
             return 0
         if args.command == "verify":

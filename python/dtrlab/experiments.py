@@ -175,7 +175,8 @@ def atlas_merge(inputs, outputs, params) -> None:
 
 def atlas_report(inputs, outputs, params) -> None:
     """inputs: every atlas JSON. outputs: figure (pdf, png), holes (csv, tex)."""
-    from dtrlab import atlas, figures
+    from dtrlab import atlas
+    from dtrlab.report import figures, tables
 
     atlases = [(atlas.from_dict(d), d) for d in (_read_json(p) for p in inputs)]
     figures.atlas_figure([a for a, _ in atlases], outputs[0], outputs[1])
@@ -184,7 +185,52 @@ def atlas_report(inputs, outputs, params) -> None:
                                      "below_ok_budget", "above_ok_budget", "statuses", "exact"] if not rows else None)
     with_fx = [c for c in ("retention_removes_oom",) if c in df.columns]
     write_text(outputs[2], df.to_csv(index=False, lineterminator="\n"))
-    write_text(outputs[3], figures.holes_latex(df, with_fx))
+    write_text(outputs[3], tables.holes(df, with_fx))
+
+
+def paper_tables(inputs, outputs, params) -> None:
+    """inputs: baselines table, C1 table, C2, C4, C5 table, claims check, then
+    every atlas JSON. outputs: the tables named in :data:`PAPER_TABLES` order."""
+    from dtrlab.report import tables
+
+    base, c1, c2, c4, c5, check, *atlases = inputs
+    texts = {
+        "baselines": tables.baselines(pd.read_parquet(base)),
+        "lstm_points": tables.lstm_points(pd.read_parquet(c1), params["lstm_points"]),
+        "reeviction": tables.reeviction(_read_json(c2)),
+        "forensics": tables.forensics(_read_json(c4)),
+        "ablation": tables.ablation(pd.read_parquet(c5)),
+        "claims_check": tables.claims_check(pd.read_parquet(check)),
+        "atlas_summary": tables.atlas_summary([_read_json(p) for p in atlases]),
+    }
+    for name, out in zip(PAPER_TABLES, outputs, strict=True):
+        write_text(out, texts[name])
+
+
+#: The generated tables, in the order of the ``paper_tables`` outputs.
+PAPER_TABLES = ("baselines", "lstm_points", "reeviction", "forensics", "ablation", "claims_check", "atlas_summary")
+
+
+def paper_macros(inputs, outputs, params) -> None:
+    """inputs: C1 summary and table, C2, C3, ResNet-32 sweep, C4, C5 summary
+    and table, C6, claims check, then ``params.baselines`` baseline records,
+    then the atlas JSONs. output: macros.tex."""
+    from dtrlab.report import macros
+
+    c1, c1_table, c2, c3, sweep, c4, c5, c5_table, c6, check, *rest = inputs
+    n = params["baselines"]
+    found = macros.collect(c1=c1, c1_table=c1_table, c2=c2, c3=c3, resnet_sweep=sweep, c4=c4, c5=c5,
+                           c5_table=c5_table, c6=c6, claims_check_table=check, baseline_records=rest[:n],
+                           atlases=rest[n:])
+    write_text(outputs[0], macros.render(found))
+
+
+def paper(inputs, outputs, params) -> None:
+    """inputs: main.tex, references.bib, then the generated files (for
+    provenance; they are read from ``params.results`` by their layout)."""
+    from dtrlab.report import paper as latex
+
+    latex.build(inputs[0], inputs[1], params["results"], outputs[0])
 
 
 TASKS: dict[str, Callable] = {
@@ -201,6 +247,9 @@ TASKS: dict[str, Callable] = {
     "atlas_chunk": atlas_chunk,
     "atlas_merge": atlas_merge,
     "atlas_report": atlas_report,
+    "paper_tables": paper_tables,
+    "paper_macros": paper_macros,
+    "paper": paper,
 }
 
 

@@ -74,8 +74,11 @@ def write_table(df, out_parquet: str | os.PathLike, out_csv: str | os.PathLike |
 
 
 def make_manifest(out: str | os.PathLike, config_sha256: str, artifacts: Iterable[str],
-                  root: str | os.PathLike = ".") -> dict:
-    """Hash every artifact with its provenance into the manifest."""
+                  root: str | os.PathLike = ".", unhashed: Iterable[str] = ()) -> dict:
+    """Hash every artifact with its provenance into the manifest; ``unhashed``
+    files (executed notebooks, which carry timestamps) are only listed."""
     manifest = provenance.build_manifest(artifacts, config_sha256, root=root)
+    if unhashed:
+        manifest["executed_notebooks"] = sorted({provenance.relpath(u, root) for u in unhashed})
     provenance.write_manifest(out, manifest)
     return manifest

@@ -70,7 +70,12 @@ rule atlas_report:
         ATLAS_FILES,
     output:
         pdf=f"{RESULTS}/atlas/atlas.pdf",
-        png=f"{RESULTS}/atlas/atlas.png",
+        png=report(
+            f"{RESULTS}/atlas/atlas.png",
+            caption="../report/atlas.rst",
+            category="Figures",
+            labels={"figure": "atlas"},
+        ),
         holes=f"{RESULTS}/atlas/holes.csv",
         tex=f"{RESULTS}/atlas/holes.tex",
     log:
@@ -89,8 +94,8 @@ rule atlas:
         f"{RESULTS}/atlas/MANIFEST.json",
 
 
-# `atlas` is a target of its own (long on few cores), hashed in its own
-# manifest, so that `all` does not wait for it.
+# `atlas` is also a target of its own (the longest part of `all` on few
+# cores), hashed in its own manifest.
 ATLAS_ARTIFACTS = [
     *[
         f
@@ -100,6 +105,7 @@ ATLAS_ARTIFACTS = [
     ],
     *rules.atlas_report.output,
 ]
+ARTIFACTS["atlas"] = ATLAS_ARTIFACTS
 
 
 rule atlas_manifest:

@@ -130,3 +130,42 @@ ENV = "../../environment.yml"
 
 # Every hashed artifact, by topic; the manifest rule hashes them all.
 ARTIFACTS = {}
+
+
+# ----- paper -------------------------------------------------------------------
+FIGURES = f"{RESULTS}/figures"
+NOTEBOOKS = f"{RESULTS}/notebooks"
+# The fixed kernel the notebooks name ("dtrlab"): this interpreter's Python.
+KERNELS = os.path.dirname(
+    os.path.dirname(
+        os.path.dirname(workflow.source_path("../jupyter/kernels/dtrlab/kernel.json"))
+    )
+)
+
+
+def notebook(name):
+    return workflow.source_path(f"../../notebooks/{name}.ipynb")
+
+
+def figure(name, caption):
+    """A figure's PDF and PNG; the PNG goes into `snakemake --report`."""
+    png = report(
+        f"{FIGURES}/{name}.png",
+        caption=f"../report/{caption}.rst",
+        category="Figures",
+        labels={"figure": name},
+    )
+    return [f"{FIGURES}/{name}.pdf", png]
+
+
+# Runs a notebook with papermill (parameters: its named inputs, the figure
+# folder and the rule's name), then renders the executed copy to HTML.
+PAPERMILL = (
+    "JUPYTER_PATH={params.kernels} papermill {input.notebook} {output.notebook} -k dtrlab "
+    "{params.args} -p out_dir {params.out_dir} -p rule {params.rule} > {log} 2>&1 && "
+    "jupyter nbconvert --to html --log-level WARN {output.notebook} --output-dir {params.html_dir} >> {log} 2>&1"
+)
+
+
+def papermill_args(**inputs):
+    return " ".join(f"-p {k} {v}" for k, v in inputs.items())

@@ -1,35 +1,18 @@
-"""Figures and LaTeX tables drawn from tidy results (matplotlib, headless).
-
-Colour-blind-safe (Okabe-Ito) and readable in greyscale print: status is also
-encoded by hatching.
-"""
+"""The atlas figure: every trace's budget axis as execution classes coloured
+by status (hatched too, for greyscale print), holes marked."""
 
 from __future__ import annotations
 
-from dtrlab.atomic import atomic_open
-
-OKABE_ITO = {"ok": "#009E73", "oom": "#D55E00", "thrashed": "#CC79A7", "sampled": "#999999",
-             "mixed": "#F0E442", "unknown": "#FFFFFF"}
-HATCH = {"ok": "", "oom": "////", "thrashed": "xxxx"}
-
-
-def _save(fig, pdf_path, png_path) -> None:
-    # Fixed metadata: the PDF bytes depend on the figure only.
-    with atomic_open(pdf_path, "wb") as f:
-        fig.savefig(f, format="pdf", metadata={"CreationDate": None, "ModDate": None, "Producer": "dtrlab",
-                                               "Creator": "dtrlab"})
-    with atomic_open(png_path, "wb") as f:
-        fig.savefig(f, format="png", dpi=200, metadata={"Software": "dtrlab"})
+from dtrlab.report.style import COLORS as OKABE_ITO
+from dtrlab.report.style import HATCH, pyplot, save
 
 
 def atlas_figure(atlases, pdf_path, png_path) -> None:
     """One row per atlas: execution classes along the budget axis coloured by
     status (overhead of ok classes on top), holes marked."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
+
+    plt = pyplot()
 
     n = len(atlases)
     fig, axes = plt.subplots(n, 1, figsize=(7.2, 1.25 * n + 0.6), squeeze=False)
@@ -58,21 +41,5 @@ def atlas_figure(atlases, pdf_path, png_path) -> None:
     handles.append(Patch(facecolor=OKABE_ITO["mixed"], label="unresolved (run limit)"))
     fig.legend(handles=handles, loc="upper center", ncol=5, frameon=False, fontsize=7)
     fig.tight_layout(rect=(0, 0, 0.9, 0.95))
-    _save(fig, pdf_path, png_path)
+    save(fig, pdf_path, png_path)
     plt.close(fig)
-
-
-def holes_latex(df, extra_columns=()) -> str:
-    """A booktabs table of the feasibility holes with their byte edges."""
-    lines = [r"\begin{tabular}{llrrrl" + "l" * len(extra_columns) + "}", r"\toprule",
-             "trace & heuristic & first byte & last byte & width (B) & of peak"
-             + "".join(" & retention removes OOM" for _ in extra_columns) + r" \\", r"\midrule"]
-    if len(df) == 0:
-        lines.append(r"\multicolumn{6}{c}{no holes found} \\")
-    for _, r in df.iterrows():
-        cells = [str(r.trace).replace("_", r"\_"), r.heuristic, f"{r.lo:,}", f"{r.hi:,}", f"{r.bytes_wide:,}",
-                 f"{r.lo_ratio:.6f}--{r.hi_ratio:.6f}"]
-        cells += ["n/a" if r[c] is None or r[c] != r[c] else ("yes" if r[c] else "no") for c in extra_columns]
-        lines.append(" & ".join(cells) + r" \\")
-    lines += [r"\bottomrule", r"\end{tabular}", ""]
-    return "\n".join(lines)

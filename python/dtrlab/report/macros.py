@@ -1,0 +1,255 @@
+"""Every number the paper's prose cites, as a LaTeX macro computed from the
+results (``macros.tex``): no number in the text is typed by hand.
+
+:func:`collect` reads the result files and returns ``{name: LaTeX text}``;
+:func:`render` writes them as ``\\newcommand`` lines in a stable order.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pandas as pd
+
+from dtrlab.report.tables import TRACE_NAMES, _escape, _short_ratio
+
+NAME = re.compile(r"^[A-Za-z]+$")
+
+
+class MissingResult(KeyError):
+    """A value the paper cites is absent from the results."""
+
+
+def integer(v) -> str:
+    return f"{int(v):,}"
+
+
+def fixed(v, digits: int) -> str:
+    return f"{float(v):.{digits}f}"
+
+
+def ratio(v) -> str:
+    """A budget as a fraction of the peak, at the grids' precision."""
+    return f"{float(v):.3f}"
+
+
+def percent(v, digits: int = 2) -> str:
+    return f"{100 * float(v):.{digits}f}\\%"
+
+
+def _get(d: dict, *keys):
+    cur = d
+    for k in keys:
+        if not isinstance(cur, dict) or k not in cur or cur[k] is None:
+            raise MissingResult(f"result value {'.'.join(map(str, keys))} is missing")
+        cur = cur[k]
+    return cur
+
+
+def lstm(c1: dict, c1_table: pd.DataFrame, c2: dict) -> dict[str, str]:
+    pts = c1["points"]
+    jump, fine = c1["largest_adjacent_ratio_points"], c1["largest_adjacent_ratio"]
+    fast, slow = f"{c2['ratios']['fast']:.3f}", f"{c2['ratios']['slow']:.3f}"
+    listing = ", ".join(f"{ratio(r)} ({fixed(p['overhead'], 2)}$\\times$, {p['regime']})"
+                        for r, p in sorted(pts.items()) if p["overhead"] is not None)
+    return {
+        "LstmFastRatio": ratio(fast), "LstmSlowRatio": ratio(slow),
+        "LstmFastOverhead": fixed(_get(pts, fast, "overhead"), 2),
+        "LstmSlowOverhead": fixed(_get(pts, slow, "overhead"), 2),
+        "LstmFastOverheadExact": repr(float(_get(pts, fast, "overhead"))),
+        "LstmSlowOverheadExact": repr(float(_get(pts, slow, "overhead"))),
+        "LstmPointsList": listing,
+        "LstmJumpFactor": fixed(jump["ratio"], 1),
+        "LstmJumpLowRatio": ratio(jump["low_budget_ratio"]), "LstmJumpHighRatio": ratio(jump["high_budget_ratio"]),
+        "LstmJumpLowOverhead": fixed(jump["low_overhead"], 2), "LstmJumpHighOverhead": fixed(jump["high_overhead"], 2),
+        "LstmSweepLo": ratio(c1_table.ratio.min()), "LstmSweepHi": ratio(c1_table.ratio.max()),
+        "LstmSweepBudgets": integer(len(c1_table)),
+        "LstmSweepStep": ratio(c1_table.ratio.sort_values().diff().dropna().min()) if len(c1_table) > 1 else "--",
+        "LstmSweepFast": integer(c1["n_fast"]), "LstmSweepSlow": integer(c1["n_slow"]),
+        "LstmSweepFailed": integer(c1["n_failed"]), "LstmSweepSwitches": integer(c1["switches"]),
+        "LstmRegimeThreshold": fixed(c1["rule"]["threshold"], 2),
+        "LstmSweepJumpFactor": fixed(fine["ratio"], 1),
+        "LstmSweepJumpLowRatio": ratio(fine["low_budget_ratio"]),
+        "LstmSweepJumpHighRatio": ratio(fine["high_budget_ratio"]),
+        "LstmSweepJumpLowOverhead": fixed(fine["low_overhead"], 2),
+        "LstmSweepJumpHighOverhead": fixed(fine["high_overhead"], 2),
+        # The text's claim about the fine sweep depends on what it found.
+        "LstmSweepJumpSentence": (
+            f"the full sweep has a larger one, {fixed(fine['ratio'], 1)}$\\times$ between "
+            f"{ratio(fine['high_budget_ratio'])} ({fixed(fine['high_overhead'], 2)}$\\times$) and "
+            f"{ratio(fine['low_budget_ratio'])} ({fixed(fine['low_overhead'], 2)}$\\times$)"
+            if fine["ratio"] > jump["ratio"] * (1 + 1e-12) else
+            "no two neighbouring budgets of the full sweep differ more"),
+        "LstmSweepMaxOverhead": fixed(c1_table.overhead.max(), 2),
+        "LstmSweepMaxOverheadRatio": ratio(c1_table.loc[c1_table.overhead.idxmax(), "ratio"]),
+    }
+
+
+def reeviction(c2: dict) -> dict[str, str]:
+    f, s = c2["fast"], c2["slow"]
+    return {
+        "EvictionsFast": integer(f["evictions"]), "EvictionsSlow": integer(s["evictions"]),
+        "EvictionsFactor": fixed(s["evictions"] / f["evictions"], 1),
+        "DistinctEvictedFast": integer(f["distinct_evicted"]), "DistinctEvictedSlow": integer(s["distinct_evicted"]),
+        "EvictionsPerStorageFast": fixed(f["evictions_per_storage"], 2),
+        "EvictionsPerStorageSlow": fixed(s["evictions_per_storage"], 2),
+        "MaxEvictionsFast": integer(f["max_per_storage"]), "MaxEvictionsSlow": integer(s["max_per_storage"]),
+        "TopTenShareFast": percent(f["top10_share"]), "TopTenShareSlow": percent(s["top10_share"]),
+        "EvictedJaccard": fixed(c2["jaccard"], 3), "EvictedJaccardExact": fixed(c2["jaccard"], 5),
+        "OnlySlowStorages": integer(c2["only_slow"]), "OnlyFastStorages": integer(c2["only_fast"]),
+    }
+
+
+def resnet(c3: dict, sweep: pd.DataFrame, overhead_points: dict) -> dict[str, str]:
+    inv = c3["inversions"]
+    ok = sweep[sweep.status == "ok"]
+    out = {
+        "ResnetSweepLo": ratio(sweep.ratio.min()), "ResnetSweepHi": ratio(sweep.ratio.max()),
+        "ResnetSweepBudgets": integer(len(sweep)), "ResnetInversions": integer(len(inv)),
+        "OverheadCap": "none" if sweep.cap.isna().all() else f"{float(sweep.cap.iloc[0]):g}",
+        "ResnetLowestOk": ratio(ok.ratio.min()) if len(ok) else "--",
+        "ResnetOverheadMin": fixed(ok.overhead.min(), 3), "ResnetOverheadMax": fixed(ok.overhead.max(), 3),
+        "ResnetOverheadMaxRatio": ratio(ok.loc[ok.overhead.idxmax(), "ratio"]),
+        "ResnetOverheadPointsList": ", ".join(f"{fixed(v, 3)}$\\times$ at {ratio(k)}"
+                                              for k, v in sorted(overhead_points.items()) if v is not None),
+    }
+    if not inv:
+        raise MissingResult("the ResNet-32 sweep found no feasibility inversion; the paper's C3 text cites one")
+    b = inv[0]
+    out.update({
+        "ResnetBandLo": ratio(b["lo_ratio"]), "ResnetBandHi": ratio(b["hi_ratio"]),
+        "ResnetBandBudgets": integer(b["n_budgets"]),
+        "ResnetBelowOkRatio": ratio(b["below_ok_ratio"]), "ResnetAboveOkRatio": ratio(b["above_ok_ratio"]),
+        "ResnetBelowOkOverhead": fixed(b["below_ok_overhead"], 3),
+        "ResnetAboveOkOverhead": fixed(b["above_ok_overhead"], 3),
+    })
+    return out
+
+
+def forensics(c4: dict) -> dict[str, str]:
+    failing = sorted((r for r, p in c4.items() if p.get("fail")), key=float)
+    if not failing:
+        raise MissingResult("no forensics budget failed; the paper's C4 text cites one")
+    r = failing[0]
+    p, f, held = c4[r], c4[r]["fail"], c4[r].get("held") or {}
+    out = {
+        "OomRatio": ratio(r), "OomBudget": integer(p["budget"]), "OomRequest": integer(f["request"]),
+        "OomPinned": integer(f["pinned"]), "OomOverBy": integer(f["over_by"]), "OomDepth": integer(f["depth"]),
+        "OomNesting": integer(p["max_nesting_depth"]), "OomTensor": _escape(f["tensor_name"]),
+        "OomTensorId": integer(f["tensor_id"]), "OomModelOp": integer(f["model_op"]),
+        "OomComputingTensor": _escape(f["computing_tensor_name"]),
+        "OomComputingOp": r"\texttt{" + _escape(f["computing_op_name"]) + "}",
+        "OomHeldStorages": integer(_get(held, "storages")), "OomLockedStorages": integer(_get(held, "locked_storages")),
+        "OomLockedBytes": integer(_get(held, "locked_bytes")), "OomPinnedOnlyBytes": integer(_get(held, "pinned_bytes")),
+        "OomPinnedShare": percent(f["pinned"] / p["budget"], 1),
+    }
+    below = [q for q in sorted(c4, key=float) if float(q) < float(r) and c4[q]["status"] == "ok"]
+    above = [q for q in sorted(c4, key=float) if float(q) > float(r) and c4[q]["status"] == "ok"]
+    for label, q in (("Below", below[-1] if below else None), ("Above", above[0] if above else None)):
+        if q is None:
+            raise MissingResult(f"no ok forensics budget {label.lower()} the failing one")
+        out.update({f"Forensics{label}Ratio": ratio(q), f"Forensics{label}PeakPinned": integer(c4[q]["peak_pinned"]),
+                    f"Forensics{label}Depth": integer(c4[q]["depth_at_peak_pinned"]),
+                    f"Forensics{label}Nesting": integer(c4[q]["max_nesting_depth"])})
+    return out
+
+
+def ablation(c5: dict, table: pd.DataFrame) -> dict[str, str]:
+    def listing(items):
+        items = [f"``{_escape(v)}''" for v in items]
+        return "none" if not items else (items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1])
+
+    return {
+        "AblationHeuristics": integer(table.heuristic.nunique()),
+        "AblationVariants": integer(len(c5["variants_tested"])),
+        "AblationSwitching": listing(c5["switching_variants"]),
+        "AblationSwitchingCount": integer(len(c5["switching_variants"])),
+        "AblationInverting": listing(c5["inverting_variants"]),
+        "AblationSupported": "do" if c5["joint_size_staleness_supported"] else "do not",
+        "AblationStatement": _escape(c5["statement"]),
+    }
+
+
+def determinism(c6: dict) -> dict[str, str]:
+    pts = c6["points"]
+    return {"DeterminismPoints": integer(len(pts)), "DeterminismRepeats": integer(min(p["repeats"] for p in pts)),
+            "DeterminismVerdict": "identical" if c6["identical"] else "not identical"}
+
+
+def baselines(records: list[dict]) -> dict[str, str]:
+    by = {r["trace"]: r for r in records}
+    out = {"NumTraces": integer(len(records))}
+    for key, name in (("lstm", "Lstm"), ("resnet32", "Resnet")):
+        out[f"{name}Peak"] = integer(_get(by, key, "peak"))
+        out[f"{name}Compute"] = integer(_get(by, key, "compute"))
+    return out
+
+
+def claims_check(df: pd.DataFrame) -> dict[str, str]:
+    return {"ClaimsMatched": integer(df.match.sum()), "ClaimsTotal": integer(len(df))}
+
+
+def atlas(atlases: list[dict]) -> dict[str, str]:
+    holes = [(a, h) for a in atlases for h in a["holes"]]
+    out = {
+        "AtlasTraces": integer(len({a["trace"] for a in atlases})),
+        "AtlasHeuristics": ", ".join(sorted({a["heuristic"] for a in atlases})),
+        "AtlasClasses": integer(sum(len(a["classes"]) for a in atlases)),
+        "AtlasRuns": integer(sum(a["runs"] for a in atlases)),
+        "AtlasHoles": integer(len(holes)),
+        "AtlasTracesWithHoles": integer(len({a["trace"] for a, _ in holes})),
+        "AtlasLo": _short_ratio(min(a["lo_budget"] / a["peak"] for a in atlases)),
+        "AtlasHi": _short_ratio(max(a["hi_budget"] / a["peak"] for a in atlases)),
+        "AtlasExactTraces": integer(sum(1 for a in atlases if a["exact"])),
+    }
+    if holes:
+        widths = [h["hi"] - h["lo"] + 1 for _, h in holes]
+        a, h = holes[max(range(len(holes)), key=lambda i: widths[i])]
+        out.update({"AtlasWidestHoleTrace": TRACE_NAMES.get(a["trace"], a["trace"]),
+                    "AtlasWidestHoleLo": integer(h["lo"]), "AtlasWidestHoleHi": integer(h["hi"]),
+                    "AtlasWidestHoleBytes": integer(max(widths)), "AtlasNarrowestHoleBytes": integer(min(widths))})
+    else:
+        out.update({k: "--" for k in ("AtlasWidestHoleTrace", "AtlasWidestHoleLo", "AtlasWidestHoleHi",
+                                      "AtlasWidestHoleBytes", "AtlasNarrowestHoleBytes")})
+    return out
+
+
+def _json(path) -> dict:
+    return json.loads(Path(path).read_text())
+
+
+def collect(*, c1, c1_table, c2, c3, resnet_sweep, c4, c5, c5_table, c6, baseline_records, claims_check_table,
+            atlases) -> dict[str, str]:
+    """All macros, from the result files (paths; see the ``paper_macros`` rule)."""
+    c1d, c2d, c3d = _json(c1), _json(c2), _json(c3)
+    macros = {}
+    parts = [
+        lstm(c1d, pd.read_parquet(c1_table), c2d),
+        reeviction(c2d),
+        resnet(c3d, pd.read_parquet(resnet_sweep), c3d.get("overheads", {})),
+        forensics(_json(c4)),
+        ablation(_json(c5), pd.read_parquet(c5_table)),
+        determinism(_json(c6)),
+        baselines([_json(p) for p in baseline_records]),
+        claims_check(pd.read_parquet(claims_check_table)),
+        atlas([_json(p) for p in atlases]),
+    ]
+    for part in parts:
+        for k, v in part.items():
+            if not NAME.match(k) or k in macros:
+                raise ValueError(f"bad or duplicate macro name {k!r}")
+            macros[k] = v
+    return macros
+
+
+def render(macros: dict[str, str]) -> str:
+    lines = ["% Generated by dtrlab from the results; do not edit.", ""]
+    lines += [f"\\newcommand{{\\{k}}}{{{v}}}" for k, v in sorted(macros.items())]
+    return "\n".join(lines) + "\n"
+
+
+def defined(text: str) -> set[str]:
+    """Names defined by a rendered macros file."""
+    return set(re.findall(r"\\newcommand\{\\([A-Za-z]+)\}", text))

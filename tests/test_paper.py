@@ -1,0 +1,172 @@
+"""The paper: every \\input/\\includegraphics is a generated file with one
+producing rule, every macro the text uses is generated, no number in the
+prose is typed by hand, figure targets build alone, and the compiled PDF
+carries the computed numbers."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from conftest import write_reduced_config
+from dtrlab import traces
+from dtrlab.report import macros, paper, tables
+from test_workflow import snakemake
+
+REPO = Path(__file__).resolve().parents[1]
+MAIN = (REPO / "paper/main.tex").read_text()
+
+
+def body(tex: str) -> str:
+    """The document body without comments."""
+    text = tex.split(r"\begin{document}")[1].split(r"\end{document}")[0]
+    return "\n".join(re.sub(r"(?<!\\)%.*", "", line) for line in text.splitlines())
+
+
+def rules_named(tex: str) -> dict[str, str]:
+    """Each referenced file → the rule its `% rule: NAME` comment names."""
+    out = {}
+    for line in tex.splitlines():
+        refs = paper.references(line)
+        m = re.search(r"%\s*rule:\s*(\w+)", line)
+        for _, name in refs:
+            assert m, f"no `% rule:` comment beside {name}"
+            out[name] = m.group(1)
+    return out
+
+
+def test_every_reference_is_a_generated_file_with_a_named_rule():
+    named = rules_named(MAIN)
+    assert set(named) == set(paper.LAYOUT), "main.tex and LAYOUT disagree"
+    defined = set(re.findall(r"^rule (\w+):", "\n".join(p.read_text() for p in (REPO / "workflow/rules").glob("*.smk")),
+                             re.M))
+    assert set(named.values()) <= defined
+
+
+def test_prose_has_no_hand_typed_numbers():
+    text = body(MAIN)
+    text = re.sub(r"\\(label|ref|cite[pt]?|input|includegraphics|resizebox)(\[[^\]]*\])?\{[^}]*\}", "", text)
+    text = re.sub(r"\[[^\]]*\]", "", text)  # float placement and optional arguments
+    # A digit not inside a name (C1, ResNet-32, x7977) is a typed number.
+    numbers = re.findall(r"(?<![A-Za-z\d\-])\d[\d.,]*", text)
+    assert numbers == [], f"numbers typed in the prose: {numbers}"
+
+
+def test_macros_render_and_parse_back():
+    m = {"LstmFastOverhead": "1.38", "EvictionsFast": "6,958"}
+    assert macros.defined(macros.render(m)) == set(m)
+
+
+def test_forensics_without_a_failure_is_reported_not_invented():
+    ok = {"0.101": {"status": "ok", "budget": 1, "peak_pinned": 1, "depth_at_peak_pinned": 1, "max_nesting_depth": 1}}
+    with pytest.raises(macros.MissingResult, match="no forensics budget failed"):
+        macros.forensics(ok)
+
+
+def test_tables_escape_latex_and_mark_missing_values():
+    tex = tables.booktabs(pd.DataFrame({"name": ["a_b & c%"], "v": [None]}), {"v": tables.integer})
+    assert r"a\_b \& c\%" in tex and "--" in tex and tex.count(r"\toprule") == 1
+
+
+def test_latex_errors_name_the_line(tmp_path):
+    main = tmp_path / "main.tex"
+    main.write_text("\\documentclass{article}\n\\begin{document}\n\\UndefinedThing\n\\end{document}\n")
+    results = tmp_path / "results"
+    for src in paper.LAYOUT.values():
+        (results / src).parent.mkdir(parents=True, exist_ok=True)
+        (results / src).write_text("")
+    with pytest.raises(paper.PaperBuildError, match=r"main.tex:3"):
+        paper.build(main, None, results, tmp_path / "out.pdf")
+    assert not (tmp_path / "out.pdf").exists()
+
+
+# ----- the compiled paper, from the shared end-to-end run (conftest `run`) ---
+
+def test_every_generated_macro_used_in_the_text_is_defined(run):
+    defined = macros.defined((run / "results/paper/macros.tex").read_text())
+    used = set(re.findall(r"\\([A-Z][A-Za-z]+)", body(MAIN)))
+    assert used, "the text uses no generated macro?"
+    assert used <= defined, f"undefined: {sorted(used - defined)}"
+
+
+def test_each_generated_file_is_produced_by_the_rule_named_beside_it(run):
+    manifest = json.loads((run / "results/MANIFEST.json").read_text())
+    by_path = {a["path"]: a for a in manifest["artifacts"]}
+    for name, rule in rules_named(MAIN).items():
+        entry = by_path[f"results/{paper.LAYOUT[name]}"]
+        assert entry["rule"] == rule, name
+    assert by_path["results/paper/main.pdf"]["rule"] == "paper"
+    assert set(manifest["executed_notebooks"]) == {f"results/notebooks/{n}.{e}" for n in
+                                                   ("lstm_regimes", "resnet_inversion", "ablation")
+                                                   for e in ("ipynb", "html")}
+
+
+def test_pdf_carries_the_computed_numbers(run):
+    pdf = run / "results/paper/main.pdf"
+    assert pdf.read_bytes()[:5] == b"%PDF-"
+    text = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+    claims = json.loads((run / "results/claims.json").read_text())
+    assert repr(claims["C1"]["lstm_overhead_0.265"]) in text
+    assert f"{claims['C2']['distinct_evicted_fast_0.265']:,}" in text
+    assert f"{claims['C4']['fail_pinned_0.104']:,}" in text
+    assert "??" not in text  # no unresolved reference
+
+
+def test_executed_notebooks_hold_their_figures(run):
+    nb = json.loads((run / "results/notebooks/lstm_regimes.ipynb").read_text())
+    assert nb["metadata"]["kernelspec"]["name"] == "dtrlab"
+    images = [o for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])
+              if "image/png" in o.get("data", {})]
+    assert len(images) == 2
+    assert (run / "results/notebooks/lstm_regimes.html").stat().st_size > 10_000
+
+
+def test_report_has_captioned_figures(run, tmp_path):
+    mirror = traces.default_mirror()
+    report = run / "report.html"
+    p = snakemake(run, "--report", str(report), "--configfile", str(run / "reduced.yaml"),
+                  env={traces.MIRROR_ENV: str(Path(mirror).resolve())})
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert report.stat().st_size > 10_000
+
+
+# ----- figure targets build alone --------------------------------------------
+
+FIGURE_NEEDS = {
+    # target: rules that must not run for it
+    "fig_lstm_regimes": {"atlas_chunk", "c4_forensics", "nb_resnet_inversion", "nb_ablation", "paper"},
+    "fig_resnet_inversion": {"atlas_chunk", "c2_reeviction", "nb_lstm_regimes", "nb_ablation", "paper"},
+    "fig_pinned_frontier": {"atlas_chunk", "c2_reeviction", "nb_lstm_regimes", "paper"},
+    "fig_ablation_heatmap": {"atlas_chunk", "c2_reeviction", "c4_forensics", "nb_lstm_regimes", "paper"},
+    "fig_eviction_distributions": {"atlas_chunk", "c4_forensics", "nb_ablation", "paper"},
+    "fig_atlas": {"c2_reeviction", "nb_lstm_regimes", "nb_ablation", "paper", "sweep_chunk"},
+}
+
+
+@pytest.mark.parametrize("target", sorted(FIGURE_NEEDS))
+def test_figure_target_plans_only_what_it_needs(target, tmp_path):
+    cfg = write_reduced_config(tmp_path)
+    p = snakemake(tmp_path, "-n", target, "--configfile", str(cfg))
+    assert p.returncode == 0, p.stderr[-2000:]
+    jobs = set(re.findall(r"^(\w+)\s+\d+$", p.stdout.split("Job stats:")[1].split("total")[0], re.M))
+    assert not jobs & FIGURE_NEEDS[target], jobs & FIGURE_NEEDS[target]
+
+
+def test_a_figure_target_builds_in_isolation_through_papermill(tmp_path):
+    mirror = traces.default_mirror()
+    if mirror is None:
+        pytest.skip("no artifact mirror (set DTRLAB_ARTIFACT_MIRROR)")
+    cfg = write_reduced_config(tmp_path, traces=["lstm"])
+    p = snakemake(tmp_path, "fig_lstm_regimes", "--configfile", str(cfg),
+                  env={traces.MIRROR_ENV: str(Path(mirror).resolve())})
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    figs = tmp_path / "results/figures"
+    assert (figs / "lstm_regimes.png").read_bytes()[:4] == b"\x89PNG"
+    assert (figs / "lstm_regimes.pdf").read_bytes()[:5] == b"%PDF-"
+    assert (tmp_path / "results/notebooks/lstm_regimes.ipynb").exists()
+    assert not (tmp_path / "results/atlas").exists() and not (tmp_path / "results/paper").exists()
