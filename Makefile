@@ -21,6 +21,9 @@ $(STAMP): $(SOURCES)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test,workflow,notebooks]'
+	# The figure notebooks' kernel, for opening them in Jupyter from this venv
+	# (the workflow itself finds it in workflow/jupyter).
+	$(BIN)/python -m ipykernel install --sys-prefix --name dtrlab --display-name "Python (dtrlab)" >/dev/null
 	touch $@
 
 setup: $(STAMP)

@@ -90,6 +90,42 @@ def test_sampled_fallback_is_never_contradicted(resnet, max_runs, grid, finds_ba
             assert c.exact and d.exact
 
 
+def _confirmed_partition(a, trace) -> None:
+    """Classes tile the range; every reported hole is confirmed by runs."""
+    assert a.classes[0].lo == a.lo_budget and a.classes[-1].hi == a.hi_budget
+    for c, d in zip(a.classes, a.classes[1:]):
+        assert c.hi + 1 == d.lo
+    for h in a.holes():
+        for b in (h["lo"], h["hi"]):
+            assert dtrlab.simulate(trace, budget=b).status != "ok"
+        for b in (h["below_ok_budget"], h["above_ok_budget"]):
+            assert dtrlab.simulate(trace, budget=b).status == "ok"
+
+
+def test_edge_walks_find_the_narrow_holes_a_grid_misses(exact_atlas, resnet):
+    """Sampling 0.10-0.30 finds the band but not the 128-byte holes above it;
+    walking outward from the status changes finds exactly those of the exact map."""
+    peak = dtrlab.baseline(resnet).peak
+    lo, hi = int(peak * 0.10), int(peak * 0.30)
+    narrow = {(h["lo"], h["hi"]) for h in exact_atlas.holes()} - {BAND}
+    assert len(narrow) == 4
+    plain = atlas.build(resnet, lo, hi, max_runs=20, grid=24)
+    walked = atlas.build(resnet, lo, hi, max_runs=20, grid=24, edge_runs=40)
+    for a in (plain, walked):
+        _confirmed_partition(a, resnet)
+    assert {(h["lo"], h["hi"]) for h in plain.holes()} == {BAND}
+    assert {(h["lo"], h["hi"]) for h in walked.holes()} == {BAND} | narrow
+    assert all(h["exact"] for h in walked.holes() if (h["lo"], h["hi"]) != BAND)
+
+
+def test_edge_walks_respect_the_run_limit(resnet):
+    peak = dtrlab.baseline(resnet).peak
+    a = atlas.build(resnet, int(peak * 0.10), int(peak * 0.30), max_runs=20, grid=24, edge_runs=40,
+                    max_total_runs=70)
+    assert a.runs <= 71
+    _confirmed_partition(a, resnet)
+
+
 def test_chunks_combine_into_the_same_atlas(exact_atlas, resnet):
     parts = [atlas.build(resnet, *atlas.chunk_range(exact_atlas.lo_budget, exact_atlas.hi_budget, i, 3))
              for i in range(3)]

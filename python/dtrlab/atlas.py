@@ -11,7 +11,10 @@ Where a range has more classes than the run budget allows, the walk switches
 to a grid of samples plus bisection to the byte at every status change. Those
 parts are reported as *sampled*: their status changes are exact, but a failure
 region narrower than the grid spacing between two samples of equal status
-could be missed there, and the output says so.
+could be missed there, and the output says so. Because narrow holes cluster
+next to the status changes (ResNet-32's 128-byte holes sit just above its OOM
+band), the classes on either side of every change are then walked exactly
+too (``edge_runs`` classes each way).
 """
 
 from __future__ import annotations
@@ -121,6 +124,7 @@ def build(
     time_limit: float | None = None,
     grid: int = 200,
     max_total_runs: int | None = None,
+    edge_runs: int = 0,
     progress=None,
 ) -> Atlas:
     """Partition ``[lo_budget, hi_budget]`` into execution classes.
@@ -142,7 +146,8 @@ def build(
         out_of_budget = (max_runs is not None and prober.runs >= max_runs) or (
             time_limit is not None and time.monotonic() - start > time_limit)
         if out_of_budget:
-            atlas.classes += _sampled(prober, b, hi_budget, grid)
+            sampled = _sampled(prober, b, hi_budget, grid)
+            atlas.classes += _refine_edges(prober, sampled, edge_runs, b, hi_budget) if edge_runs else sampled
             break
         clo, hi, r = prober.class_at(b)
         top = hi_budget if hi is None else min(hi, hi_budget)
@@ -215,6 +220,74 @@ def _sampled(prober: _Prober, lo: int, hi: int, grid: int) -> list[ExecClass]:
         out.append(cur)
         prev = cur
     return out
+
+
+def _refine_edges(prober: _Prober, classes: list[ExecClass], edge_runs: int, lo: int, hi: int) -> list[ExecClass]:
+    """Walk exactly from every status change outward, up to ``edge_runs``
+    runs each way (stepping over classes already known, and walking from the
+    new status changes such walks find), then re-derive the sampled stretches
+    between the exact classes, bisecting any status change a walk left."""
+    import bisect
+
+    def probe(b: int) -> ExecClass:
+        clo, chi, r = prober.class_at(b)
+        return ExecClass(max(clo, lo), hi if chi is None else min(chi, hi), r.status, r.overhead,
+                         interval=(clo, chi))
+
+    definite = ("ok", "oom", "thrashed")
+    # Known stretches: exact classes, and the unresolved ones the run limit left.
+    known = sorted((c for c in classes if c.exact or c.status not in definite), key=lambda c: c.lo)
+
+    def find(b: int) -> int:
+        """Index of the known stretch holding b, or -(insertion point) - 1."""
+        i = bisect.bisect_right([c.lo for c in known], b) - 1
+        return i if i >= 0 and known[i].hi >= b else -(i + 1) - 1
+
+    def edges_at(c: ExecClass) -> list[tuple[ExecClass, int]]:
+        """Walks to start from ``c``: up if it differs from the class just
+        below, down if it differs from the class just above."""
+        out = []
+        for nb, direction in ((c.lo - 1, +1), (c.hi + 1, -1)):
+            i = find(nb)
+            if i >= 0 and known[i].exact and known[i].status in definite and known[i].status != c.status:
+                out.append((c, direction))
+        return out
+
+    queue = [e for c in known if c.exact and c.status in definite for e in edges_at(c)]
+    walked = set()
+    while queue and not prober.exhausted:
+        c, direction = queue.pop(0)
+        if (c.lo, direction) in walked:
+            continue
+        walked.add((c.lo, direction))
+        b, runs = (c.hi + 1, 0) if direction > 0 else (c.lo - 1, 0)
+        while runs < edge_runs and lo <= b <= hi and not prober.exhausted:
+            i = find(b)
+            if i >= 0:
+                if not known[i].exact:
+                    break  # an unresolved stretch: leave it as reported
+                b = known[i].hi + 1 if direction > 0 else known[i].lo - 1
+                continue
+            ins = -i - 1  # known[ins - 1].hi < b < known[ins].lo
+            floor = known[ins - 1].hi + 1 if ins > 0 else lo
+            ceil = known[ins].lo - 1 if ins < len(known) else hi
+            n = probe(b)
+            n.lo, n.hi = max(n.lo, floor), min(n.hi, ceil)
+            known.insert(ins, n)
+            runs += 1
+            queue += [e for e in edges_at(n) if e[1] == direction]
+            b = n.hi + 1 if direction > 0 else n.lo - 1
+
+    out: list[ExecClass] = []
+    for a, b in zip(known, known[1:]):
+        out.append(a)
+        if a.hi + 1 < b.lo:
+            if a.exact and b.exact:
+                _fill_gap(prober, a, b, probe, out)
+            else:
+                out.append(ExecClass(a.hi + 1, b.lo - 1, "unknown", None, exact=False))
+    out.append(known[-1])
+    return sorted(out, key=lambda c: c.lo)
 
 
 def _fill_gap(prober: _Prober, left: ExecClass, right: ExecClass, probe, out: list[ExecClass]) -> None:

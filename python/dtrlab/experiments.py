@@ -147,7 +147,7 @@ def atlas_chunk(inputs, outputs, params) -> None:
                                    params["chunks"])
     a = atlas.build(trace, lo_b, hi_b, heuristic=params["heuristic"], cap=params.get("cap"),
                     max_runs=params.get("max_runs"), time_limit=params.get("time_limit"), grid=params.get("grid", 40),
-                    max_total_runs=params.get("max_total_runs"))
+                    max_total_runs=params.get("max_total_runs"), edge_runs=params.get("edge_runs", 0))
     _json_out(outputs[0], a.to_dict())
 
 

@@ -27,6 +27,7 @@ rule atlas_chunk:
             time_limit=ATLAS["time_limit"],
             grid=ATLAS["grid"],
             max_total_runs=ATLAS["max_total_runs"],
+            edge_runs=ATLAS["edge_runs"],
         ),
         rule="atlas_chunk",
     shell:
