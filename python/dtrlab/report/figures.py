@@ -20,6 +20,16 @@ def _panel_label(ax, label: str) -> None:
     ax.text(-0.02, 1.02, label, transform=ax.transAxes, fontweight="bold", ha="right", va="bottom")
 
 
+def _budget_panels(fig, top, bottom):
+    """Finish two stacked panels sharing the budget axis."""
+    bottom.set_xlabel("budget (fraction of the baseline peak)")
+    bottom.ticklabel_format(axis="x", useOffset=False)
+    _panel_label(top, "a")
+    _panel_label(bottom, "b")
+    fig.align_ylabels((top, bottom))
+    return fig
+
+
 def lstm_regimes(sweep: pd.DataFrame, summary: dict):
     """LSTM overhead (log scale) and evictions per evicted storage against the
     budget, each budget coloured by its regime; the paper's budgets labelled.
@@ -64,12 +74,7 @@ def lstm_regimes(sweep: pd.DataFrame, summary: dict):
     ax.set_ylabel("overhead (×, log)")
     ax.legend(loc="upper right", fontsize=7, ncol=2, bbox_to_anchor=(1, 1.22))
     ax2.set_ylabel("evictions per\nevicted storage")
-    ax2.set_xlabel("budget (fraction of the baseline peak)")
-    ax2.ticklabel_format(axis="x", useOffset=False)
-    _panel_label(ax, "a")
-    _panel_label(ax2, "b")
-    fig.align_ylabels((ax, ax2))
-    return fig
+    return _budget_panels(fig, ax, ax2)
 
 
 def eviction_distributions(counts: pd.DataFrame):
@@ -149,12 +154,7 @@ def resnet_inversion(sweep: pd.DataFrame, inversions: pd.DataFrame):
                     ((band.lo_ratio + band.hi_ratio) / 2, ok.overhead.min()), xytext=(16, 0),
                     textcoords="offset points", ha="left", va="bottom", fontsize=6.5, color="0.2")
     ax.set_ylabel("overhead (×)")
-    ax.set_xlabel("budget (fraction of the baseline peak)")
-    ax.ticklabel_format(axis="x", useOffset=False)
-    _panel_label(ax0, "a")
-    _panel_label(ax, "b")
-    fig.align_ylabels((ax0, ax))
-    return fig
+    return _budget_panels(fig, ax0, ax)
 
 
 def pinned_frontier(sweep: pd.DataFrame, frontier: pd.DataFrame, forensics: dict):
