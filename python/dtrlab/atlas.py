@@ -91,10 +91,12 @@ class Atlas:
 class _Prober:
     """Replays at byte budgets, remembering every class seen."""
 
-    def __init__(self, trace: engine.Trace, heuristic: str, cap: float | None, limit: int | None = None):
+    def __init__(self, trace: engine.Trace, heuristic: str, cap: float | None, limit: int | None = None,
+                 log=None):
         self.trace, self.heuristic, self.cap = trace, heuristic, cap
         self.runs = 0
         self.limit = limit
+        self.log = log
 
     @property
     def exhausted(self) -> bool:
@@ -111,6 +113,8 @@ class _Prober:
         lo = 0 if lo is None else lo
         if not (lo <= budget and (hi is None or budget <= hi)):  # the engine guarantees this
             raise AssertionError(f"budget {budget} outside its own interval [{lo}, {hi}]")
+        if self.log is not None:
+            self.log(f"run {self.runs}: budget {budget:,} -> {r.status}, class [{lo:,}, {hi if hi is None else f'{hi:,}'}]")
         return lo, hi, r
 
 
@@ -126,27 +130,34 @@ def build(
     max_total_runs: int | None = None,
     edge_runs: int = 0,
     progress=None,
+    log=None,
 ) -> Atlas:
     """Partition ``[lo_budget, hi_budget]`` into execution classes.
 
     Exact while at most ``max_runs`` runs (and ``time_limit`` seconds) are
     spent; the rest of the range is then sampled on ``grid`` points with
-    bisection to the byte at each status change. ``max_total_runs`` bounds
-    the whole job: status changes left unbisected then are reported as
-    ``mixed`` stretches (never silently dropped).
+    bisection to the byte at each status change, and up to ``edge_runs``
+    classes are walked exactly on each side of every status change.
+    ``max_total_runs`` bounds the whole job: status changes left unbisected
+    then are reported as ``mixed`` stretches (never silently dropped).
+    ``log`` (a callable taking a line) hears of every run and phase.
     """
     if hi_budget < lo_budget:
         raise ValueError(f"hi_budget {hi_budget} is below lo_budget {lo_budget}")
     base = engine.baseline(trace)
     atlas = Atlas(trace.key, heuristic, cap, lo_budget, hi_budget, base.peak)
-    prober = _Prober(trace, heuristic, cap, max_total_runs)
+    prober = _Prober(trace, heuristic, cap, max_total_runs, log)
     start = time.monotonic()
     b = lo_budget
     while b <= hi_budget:
         out_of_budget = (max_runs is not None and prober.runs >= max_runs) or (
             time_limit is not None and time.monotonic() - start > time_limit)
         if out_of_budget:
+            if log is not None:
+                log(f"exact walk stopped at {b:,}: sampling {grid} points with bisection")
             sampled = _sampled(prober, b, hi_budget, grid)
+            if edge_runs and log is not None:
+                log(f"walking up to {edge_runs} classes outward from every status change")
             atlas.classes += _refine_edges(prober, sampled, edge_runs, b, hi_budget) if edge_runs else sampled
             break
         clo, hi, r = prober.class_at(b)
