@@ -24,8 +24,7 @@ MAIN = (REPO / "paper/main.tex").read_text()
 
 def body(tex: str) -> str:
     """The document body without comments."""
-    text = tex.split(r"\begin{document}")[1].split(r"\end{document}")[0]
-    return "\n".join(re.sub(r"(?<!\\)%.*", "", line) for line in text.splitlines())
+    return paper.strip_comments(tex.split(r"\begin{document}")[1].split(r"\end{document}")[0])
 
 
 def rules_named(tex: str) -> dict[str, str]:

@@ -19,10 +19,12 @@ too (``edge_runs`` classes each way).
 
 from __future__ import annotations
 
+import bisect
 import time
 from dataclasses import asdict, dataclass, field
 
 from dtrlab import engine
+from dtrlab.analysis import inversions
 
 
 @dataclass
@@ -58,20 +60,11 @@ class Atlas:
         """Maximal failing stretches (oom/thrashed) with an ok class right
         below and right above (unresolved stretches never count as either)."""
         out, cs = [], self.classes
-        failing = ("oom", "thrashed")
-        i = 0
-        while i < len(cs):
-            if cs[i].status not in failing:
-                i += 1
-                continue
-            j = i
-            while j + 1 < len(cs) and cs[j + 1].status in failing:
-                j += 1
+        for i, j in inversions.runs([c.status in ("oom", "thrashed") for c in cs]):
             if i > 0 and j + 1 < len(cs) and cs[i - 1].status == "ok" and cs[j + 1].status == "ok":
                 out.append({"lo": cs[i].lo, "hi": cs[j].hi, "below_ok_budget": cs[i - 1].hi,
                             "above_ok_budget": cs[j + 1].lo, "statuses": sorted({c.status for c in cs[i:j + 1]}),
                             "exact": all(c.exact for c in cs[i - 1:j + 2])})
-            i = j + 1
         return out
 
     def unresolved(self) -> dict:
@@ -116,6 +109,12 @@ class _Prober:
         if self.log is not None:
             self.log(f"run {self.runs}: budget {budget:,} -> {r.status}, class [{lo:,}, {hi if hi is None else f'{hi:,}'}]")
         return lo, hi, r
+
+    def probe(self, budget: int, lo: int, hi: int) -> ExecClass:
+        """The exact class of ``budget``, clipped to the range ``[lo, hi]``."""
+        clo, chi, r = self.class_at(budget)
+        return ExecClass(max(clo, lo), hi if chi is None else min(chi, hi), r.status, r.overhead,
+                         interval=(clo, chi))
 
 
 def build(
@@ -211,11 +210,6 @@ def _sampled(prober: _Prober, lo: int, hi: int, grid: int) -> list[ExecClass]:
     """Exact classes at ``grid`` sample budgets, and between consecutive
     samples: bisection to the byte where the status changes; otherwise an
     inexact stretch of the common status (a narrower failure could hide there)."""
-    def probe(b: int) -> ExecClass:
-        clo, chi, r = prober.class_at(b)
-        return ExecClass(max(clo, lo), hi if chi is None else min(chi, hi), r.status, r.overhead,
-                         interval=(clo, chi))
-
     out: list[ExecClass] = []
     prev: ExecClass | None = None
     for k in range(max(2, grid)):
@@ -225,9 +219,9 @@ def _sampled(prober: _Prober, lo: int, hi: int, grid: int) -> list[ExecClass]:
         if prober.exhausted and prev is not None:
             out.append(ExecClass(prev.hi + 1, hi, "unknown", None, exact=False))
             return out
-        cur = probe(b)
+        cur = prober.probe(b, lo, hi)
         if prev is not None:
-            _fill_gap(prober, prev, cur, probe, out)
+            _fill_gap(prober, prev, cur, lo, hi, out)
         out.append(cur)
         prev = cur
     return out
@@ -238,13 +232,6 @@ def _refine_edges(prober: _Prober, classes: list[ExecClass], edge_runs: int, lo:
     runs each way (stepping over classes already known, and walking from the
     new status changes such walks find), then re-derive the sampled stretches
     between the exact classes, bisecting any status change a walk left."""
-    import bisect
-
-    def probe(b: int) -> ExecClass:
-        clo, chi, r = prober.class_at(b)
-        return ExecClass(max(clo, lo), hi if chi is None else min(chi, hi), r.status, r.overhead,
-                         interval=(clo, chi))
-
     definite = ("ok", "oom", "thrashed")
     # Known stretches: exact classes, and the unresolved ones the run limit left.
     known = sorted((c for c in classes if c.exact or c.status not in definite), key=lambda c: c.lo)
@@ -271,7 +258,7 @@ def _refine_edges(prober: _Prober, classes: list[ExecClass], edge_runs: int, lo:
         if (c.lo, direction) in walked:
             continue
         walked.add((c.lo, direction))
-        b, runs = (c.hi + 1, 0) if direction > 0 else (c.lo - 1, 0)
+        b, runs = (c.hi + 1 if direction > 0 else c.lo - 1), 0
         while runs < edge_runs and lo <= b <= hi and not prober.exhausted:
             i = find(b)
             if i >= 0:
@@ -282,7 +269,7 @@ def _refine_edges(prober: _Prober, classes: list[ExecClass], edge_runs: int, lo:
             ins = -i - 1  # known[ins - 1].hi < b < known[ins].lo
             floor = known[ins - 1].hi + 1 if ins > 0 else lo
             ceil = known[ins].lo - 1 if ins < len(known) else hi
-            n = probe(b)
+            n = prober.probe(b, lo, hi)
             n.lo, n.hi = max(n.lo, floor), min(n.hi, ceil)
             known.insert(ins, n)
             runs += 1
@@ -294,15 +281,15 @@ def _refine_edges(prober: _Prober, classes: list[ExecClass], edge_runs: int, lo:
         out.append(a)
         if a.hi + 1 < b.lo:
             if a.exact and b.exact:
-                _fill_gap(prober, a, b, probe, out)
+                _fill_gap(prober, a, b, lo, hi, out)
             else:
                 out.append(ExecClass(a.hi + 1, b.lo - 1, "unknown", None, exact=False))
     out.append(known[-1])
     return sorted(out, key=lambda c: c.lo)
 
 
-def _fill_gap(prober: _Prober, left: ExecClass, right: ExecClass, probe, out: list[ExecClass]) -> None:
-    """Classify the budgets strictly between two exact classes."""
+def _fill_gap(prober: _Prober, left: ExecClass, right: ExecClass, lo: int, hi: int, out: list[ExecClass]) -> None:
+    """Classify the budgets strictly between two exact classes (of the range [lo, hi])."""
     stack = [(left, right)]
     while stack:
         a, b = stack.pop()
@@ -315,7 +302,7 @@ def _fill_gap(prober: _Prober, left: ExecClass, right: ExecClass, probe, out: li
         if prober.exhausted:  # out of runs: say so rather than guess
             out.append(ExecClass(gap_lo, gap_hi, "mixed", None, exact=False))
             continue
-        m = probe((gap_lo + gap_hi) // 2)
+        m = prober.probe((gap_lo + gap_hi) // 2, lo, hi)
         out.append(m)
         stack += [(a, m), (m, b)]
 

@@ -147,11 +147,12 @@ def notebook(name):
     return workflow.source_path(f"../../notebooks/{name}.ipynb")
 
 
-def figure(name, caption):
-    """A figure's PDF and PNG; the PNG goes into `snakemake --report`."""
+def figure(name):
+    """A figure's PDF and PNG; the PNG goes into `snakemake --report`, with
+    the caption workflow/report/NAME.rst."""
     png = report(
         f"{FIGURES}/{name}.png",
-        caption=f"../report/{caption}.rst",
+        caption=f"../report/{name}.rst",
         category="Figures",
         labels={"figure": name},
     )

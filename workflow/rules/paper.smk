@@ -14,8 +14,8 @@ rule nb_lstm_regimes:
         c1_summary=rules.c1_regimes.output.summary,
         c2_counts=rules.c2_reeviction.output.parquet,
     output:
-        *figure("lstm_regimes", "lstm_regimes"),
-        *figure("eviction_distributions", "eviction_distributions"),
+        *figure("lstm_regimes"),
+        *figure("eviction_distributions"),
         notebook=f"{NOTEBOOKS}/lstm_regimes.ipynb",
         html=f"{NOTEBOOKS}/lstm_regimes.html",
     log:
@@ -44,8 +44,8 @@ rule nb_resnet_inversion:
         frontier_table=rules.c4_forensics.output.parquet,
         forensics_summary=rules.c4_forensics.output.summary,
     output:
-        *figure("resnet_inversion", "resnet_inversion"),
-        *figure("pinned_frontier", "pinned_frontier"),
+        *figure("resnet_inversion"),
+        *figure("pinned_frontier"),
         notebook=f"{NOTEBOOKS}/resnet_inversion.ipynb",
         html=f"{NOTEBOOKS}/resnet_inversion.html",
     log:
@@ -74,7 +74,7 @@ rule nb_ablation:
         resnet_table=f"{RESULTS}/sweeps/ablation_resnet32.parquet",
         ablation_table=rules.c5_ablation.output.parquet,
     output:
-        *figure("ablation_heatmap", "ablation_heatmap"),
+        *figure("ablation_heatmap"),
         notebook=f"{NOTEBOOKS}/ablation.ipynb",
         html=f"{NOTEBOOKS}/ablation.html",
     log:

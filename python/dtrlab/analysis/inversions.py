@@ -6,18 +6,23 @@ from __future__ import annotations
 import pandas as pd
 
 
+def runs(flags) -> list[tuple[int, int]]:
+    """Maximal runs ``(first, last)`` of consecutive true flags."""
+    out: list[tuple[int, int]] = []
+    for k, f in enumerate(flags):
+        if f and out and out[-1][1] == k - 1:
+            out[-1] = (out[-1][0], k)
+        elif f:
+            out.append((k, k))
+    return out
+
+
 def brackets(sweep: pd.DataFrame) -> list[dict]:
     """Every maximal run of failing budgets with ok budgets on both sides."""
     df = sweep.sort_values("ratio").reset_index(drop=True)
     out = []
-    i, n = 0, len(df)
-    while i < n:
-        if df.status[i] == "ok":
-            i += 1
-            continue
-        j = i
-        while j + 1 < n and df.status[j + 1] != "ok":
-            j += 1
+    n = len(df)
+    for i, j in runs(df.status != "ok"):
         if i > 0 and j + 1 < n:  # ok below (i-1) and above (j+1)
             out.append({
                 "lo_ratio": df.ratio[i], "hi_ratio": df.ratio[j],
@@ -27,7 +32,6 @@ def brackets(sweep: pd.DataFrame) -> list[dict]:
                 "statuses": sorted(set(df.status[i : j + 1])),
                 "n_budgets": j - i + 1,
             })
-        i = j + 1
     return out
 
 

@@ -3,8 +3,7 @@ by status (hatched too, for greyscale print), holes marked."""
 
 from __future__ import annotations
 
-from dtrlab.report.style import COLORS as OKABE_ITO
-from dtrlab.report.style import HATCH, pyplot, save
+from dtrlab.report.style import COLORS, HATCH, pyplot, save
 
 
 def atlas_figure(atlases, pdf_path, png_path) -> None:
@@ -20,7 +19,7 @@ def atlas_figure(atlases, pdf_path, png_path) -> None:
         peak = a.peak
         for c in a.classes:
             x0, w = c.lo / peak, (c.hi - c.lo + 1) / peak
-            color = OKABE_ITO["sampled"] if not c.exact and c.status in HATCH else OKABE_ITO[c.status]
+            color = COLORS["sampled"] if not c.exact and c.status in HATCH else COLORS[c.status]
             ax.broken_barh([(x0, w)], (0, 1), facecolors=color, hatch=HATCH.get(c.status, ""), edgecolor="none",
                            linewidth=0)
         for h in a.holes():
@@ -36,9 +35,9 @@ def atlas_figure(atlases, pdf_path, png_path) -> None:
         ax.text(1.005, 0.5, f"{len(a.classes)} classes\n{len(a.holes())} holes\n{exact}", transform=ax.transAxes,
                 fontsize=6.5, va="center")
     axes[-1, 0].set_xlabel("budget (fraction of the baseline peak)")
-    handles = [Patch(facecolor=OKABE_ITO[s], hatch=HATCH.get(s, ""), label=s) for s in ("ok", "oom", "thrashed")]
-    handles.append(Patch(facecolor=OKABE_ITO["sampled"], label="sampled (not exact)"))
-    handles.append(Patch(facecolor=OKABE_ITO["mixed"], label="unresolved (run limit)"))
+    handles = [Patch(facecolor=COLORS[s], hatch=HATCH.get(s, ""), label=s) for s in ("ok", "oom", "thrashed")]
+    handles.append(Patch(facecolor=COLORS["sampled"], label="sampled (not exact)"))
+    handles.append(Patch(facecolor=COLORS["mixed"], label="unresolved (run limit)"))
     fig.legend(handles=handles, loc="upper center", ncol=5, frameon=False, fontsize=7)
     fig.tight_layout(rect=(0, 0, 0.9, 0.95))
     save(fig, pdf_path, png_path)

@@ -10,10 +10,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from dtrlab.analysis.inversions import runs
 from dtrlab.report.atlas_figure import atlas_figure  # noqa: F401  (the atlas target's figure)
 from dtrlab.report.style import COLORS, COLUMN, MARKERS, PAGE, pyplot
 
 GB = 1e9
+#: Denser hatching for the small cells of the heatmap.
+HATCH_SMALL = {"oom": "//////", "thrashed": "xxxx"}
 
 
 def _panel_label(ax, label: str) -> None:
@@ -110,19 +113,9 @@ def eviction_distributions(counts: pd.DataFrame):
 
 def _shade_bands(ax, sweep: pd.DataFrame, step: float) -> None:
     """Shade every run of consecutive failing budgets."""
-    s = sweep.sort_values("ratio")
-    run_lo = None
-    prev = None
-    for _, r in s.iterrows():
-        bad = r.status != "ok"
-        if bad and run_lo is None:
-            run_lo = r.ratio
-        if not bad and run_lo is not None:
-            ax.axvspan(run_lo - step / 2, prev + step / 2, color=COLORS["band"], alpha=0.45, lw=0, zorder=0)
-            run_lo = None
-        prev = r.ratio
-    if run_lo is not None:
-        ax.axvspan(run_lo - step / 2, prev + step / 2, color=COLORS["band"], alpha=0.45, lw=0, zorder=0)
+    s = sweep.sort_values("ratio").reset_index(drop=True)
+    for i, j in runs(s.status != "ok"):
+        ax.axvspan(s.ratio[i] - step / 2, s.ratio[j] + step / 2, color=COLORS["band"], alpha=0.45, lw=0, zorder=0)
 
 
 def _grid_step(ratios) -> float:
@@ -260,8 +253,6 @@ def ablation_heatmap(lstm: pd.DataFrame, resnet: pd.DataFrame, table: pd.DataFra
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     return fig
 
-
-HATCH_SMALL = {"oom": "//////", "thrashed": "xxxx"}
 
 
 def _variant_label(row) -> str:

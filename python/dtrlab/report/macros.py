@@ -13,17 +13,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from dtrlab.report.tables import TRACE_NAMES, _escape, _short_ratio
+from dtrlab.report.tables import TRACE_NAMES, escape, integer, short_ratio
 
 NAME = re.compile(r"^[A-Za-z]+$")
 
 
 class MissingResult(KeyError):
     """A value the paper cites is absent from the results."""
-
-
-def integer(v) -> str:
-    return f"{int(v):,}"
 
 
 def fixed(v, digits: int) -> str:
@@ -137,10 +133,10 @@ def forensics(c4: dict) -> dict[str, str]:
     out = {
         "OomRatio": ratio(r), "OomBudget": integer(p["budget"]), "OomRequest": integer(f["request"]),
         "OomPinned": integer(f["pinned"]), "OomOverBy": integer(f["over_by"]), "OomDepth": integer(f["depth"]),
-        "OomNesting": integer(p["max_nesting_depth"]), "OomTensor": _escape(f["tensor_name"]),
+        "OomNesting": integer(p["max_nesting_depth"]), "OomTensor": escape(f["tensor_name"]),
         "OomTensorId": integer(f["tensor_id"]), "OomModelOp": integer(f["model_op"]),
-        "OomComputingTensor": _escape(f["computing_tensor_name"]),
-        "OomComputingOp": r"\texttt{" + _escape(f["computing_op_name"]) + "}",
+        "OomComputingTensor": escape(f["computing_tensor_name"]),
+        "OomComputingOp": r"\texttt{" + escape(f["computing_op_name"]) + "}",
         "OomHeldStorages": integer(_get(held, "storages")), "OomLockedStorages": integer(_get(held, "locked_storages")),
         "OomLockedBytes": integer(_get(held, "locked_bytes")), "OomPinnedOnlyBytes": integer(_get(held, "pinned_bytes")),
         "OomPinnedShare": percent(f["pinned"] / p["budget"], 1),
@@ -158,7 +154,7 @@ def forensics(c4: dict) -> dict[str, str]:
 
 def ablation(c5: dict, table: pd.DataFrame) -> dict[str, str]:
     def listing(items):
-        items = [f"``{_escape(v)}''" for v in items]
+        items = [f"``{escape(v)}''" for v in items]
         return "none" if not items else (items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1])
 
     return {
@@ -168,7 +164,7 @@ def ablation(c5: dict, table: pd.DataFrame) -> dict[str, str]:
         "AblationSwitchingCount": integer(len(c5["switching_variants"])),
         "AblationInverting": listing(c5["inverting_variants"]),
         "AblationSupported": "do" if c5["joint_size_staleness_supported"] else "do not",
-        "AblationStatement": _escape(c5["statement"]),
+        "AblationStatement": escape(c5["statement"]),
     }
 
 
@@ -200,8 +196,8 @@ def atlas(atlases: list[dict]) -> dict[str, str]:
         "AtlasRuns": integer(sum(a["runs"] for a in atlases)),
         "AtlasHoles": integer(len(holes)),
         "AtlasTracesWithHoles": integer(len({a["trace"] for a, _ in holes})),
-        "AtlasLo": _short_ratio(min(a["lo_budget"] / a["peak"] for a in atlases)),
-        "AtlasHi": _short_ratio(max(a["hi_budget"] / a["peak"] for a in atlases)),
+        "AtlasLo": short_ratio(min(a["lo_budget"] / a["peak"] for a in atlases)),
+        "AtlasHi": short_ratio(max(a["hi_budget"] / a["peak"] for a in atlases)),
         "AtlasExactTraces": integer(sum(1 for a in atlases if a["exact"])),
     }
     if holes:

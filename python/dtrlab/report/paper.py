@@ -45,9 +45,14 @@ class PaperBuildError(RuntimeError):
     """LaTeX failed; the message carries the errors from the log."""
 
 
+def strip_comments(tex: str) -> str:
+    """``tex`` without its comments (an escaped ``\\%`` is text, not a comment)."""
+    return "\n".join(re.sub(r"(?<!\\)%.*", "", line) for line in tex.splitlines())
+
+
 def references(tex: str) -> list[tuple[str, str]]:
     """Every ``\\input``/``\\includegraphics`` target of ``tex`` (comments ignored)."""
-    body = "\n".join(line.split("%")[0] if not line.lstrip().startswith("%") else "" for line in tex.splitlines())
+    body = strip_comments(tex)
     return [(kind, name if "." in Path(name).name else name + (".tex" if kind == "input" else ".pdf"))
             for kind, name in _REFERENCE.findall(body)]
 

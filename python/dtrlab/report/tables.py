@@ -9,7 +9,7 @@ import math
 import pandas as pd
 
 
-def _escape(v) -> str:
+def escape(v) -> str:
     return (str(v).replace("\\", r"\textbackslash{}").replace("_", r"\_").replace("%", r"\%")
             .replace("&", r"\&").replace("#", r"\#").replace("*", r"$^{*}$"))
 
@@ -31,8 +31,8 @@ def booktabs(df: pd.DataFrame, formats: dict | None = None, align: str | None = 
     other cells are escaped text."""
     formats = formats or {}
     align = align or "".join("r" if c in formats else "l" for c in df.columns)
-    cells = {c: [formats[c](v) if c in formats else _escape(v) for v in df[c]] for c in df.columns}
-    lines = [rf"\begin{{tabular}}{{{align}}}", r"\toprule", " & ".join(_escape(c) for c in df.columns) + r" \\",
+    cells = {c: [formats[c](v) if c in formats else escape(v) for v in df[c]] for c in df.columns}
+    lines = [rf"\begin{{tabular}}{{{align}}}", r"\toprule", " & ".join(escape(c) for c in df.columns) + r" \\",
              r"\midrule"]
     for i in range(len(df)):
         lines.append(" & ".join(cells[c][i] for c in df.columns) + r" \\")
@@ -118,8 +118,8 @@ def _has_ok_pair(statuses: str) -> bool:
 def claims_check(df: pd.DataFrame) -> str:
     t = pd.DataFrame({"claim": df.claim, "quantity": df.key, "published": df.published, "computed": df.computed,
                       "match": df.match.map({True: "yes", False: "\\textbf{no}"})})
-    return booktabs(t, {"match": str, "published": lambda v: _escape(_short(v)),
-                        "computed": lambda v: _escape(_short(v))}, align="llrrc")
+    return booktabs(t, {"match": str, "published": lambda v: escape(_short(v)),
+                        "computed": lambda v: escape(_short(v))}, align="llrrc")
 
 
 def _short(v) -> str:
@@ -133,7 +133,7 @@ def _short(v) -> str:
     return f"{f:.10g}"
 
 
-def _short_ratio(v: float) -> str:
+def short_ratio(v: float) -> str:
     """A range edge at the precision it was configured with (0.10, 0.1063)."""
     for digits in (2, 3, 4, 5, 6):
         if abs(round(v, digits) - v) < 1e-6:
@@ -151,7 +151,7 @@ def atlas_summary(atlases: list[dict]) -> str:
               for s in ("ok", "oom", "thrashed")}
         unresolved = sum((a.get("unresolved_bytes") or {}).values())
         rows.append({"trace": TRACE_NAMES.get(a["trace"], a["trace"]), "heuristic": a["heuristic"],
-                     "range (of peak)": f"{_short_ratio(a['lo_budget'] / a['peak'])}--{_short_ratio(a['hi_budget'] / a['peak'])}",
+                     "range (of peak)": f"{short_ratio(a['lo_budget'] / a['peak'])}--{short_ratio(a['hi_budget'] / a['peak'])}",
                      "classes": len(a["classes"]), "holes": len(a["holes"]), "runs": a["runs"],
                      "exact": f"{100 * exact / width:.1f}\\%", "ok": f"{100 * by['ok']:.1f}\\%",
                      "OOM": f"{100 * by['oom']:.1f}\\%", "thrashed": f"{100 * by['thrashed']:.1f}\\%",
@@ -169,7 +169,7 @@ def holes(df: pd.DataFrame, extra_columns=()) -> str:
     if len(df) == 0:
         lines.append(rf"\multicolumn{{{6 + len(extra_columns)}}}{{c}}{{no holes found}} \\")
     for _, r in df.iterrows():
-        cells = [_escape(TRACE_NAMES.get(r.trace, r.trace)), r.heuristic, f"{r.lo:,}", f"{r.hi:,}",
+        cells = [escape(TRACE_NAMES.get(r.trace, r.trace)), r.heuristic, f"{r.lo:,}", f"{r.hi:,}",
                  f"{r.bytes_wide:,}", f"{r.lo_ratio:.6f}--{r.hi_ratio:.6f}"]
         cells += ["n/a" if r[c] is None or r[c] != r[c] else ("yes" if r[c] else "no") for c in extra_columns]
         lines.append(" & ".join(cells) + r" \\")
