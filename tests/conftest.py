@@ -46,7 +46,8 @@ REDUCED = {
     # A narrow slice of ResNet-32 above the OOM band: its top edge and the
     # 128-byte holes just above it.
     "atlas": {"traces": ["resnet32"], "heuristics": ["DTR"], "lo": 0.1063, "hi": 0.1064, "chunks": 2,
-              "max_runs": 1000, "time_limit": 600},
+              "max_runs": 1000, "max_total_runs": 1000, "max_work": None,
+              "time_limit": 600},
 }
 
 

@@ -5,6 +5,7 @@ edges, and the sampled fallback never reports a hole a run contradicts."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -149,6 +150,33 @@ def test_run_limit_leaves_unresolved_stretches_marked(resnet):
     for h in a.holes():  # whatever is reported is still confirmed
         assert dtrlab.simulate(resnet, budget=h["lo"]).status != "ok"
         assert dtrlab.simulate(resnet, budget=h["below_ok_budget"]).status == "ok"
+
+
+def test_work_limit_bounds_simulated_time(resnet):
+    """The work budget counts simulated time in baseline replays: a job stops
+    within one run of it, has sampled its whole grid before bisecting, reports
+    what it could not bisect as unresolved, and is deterministic."""
+    base = dtrlab.baseline(resnet)
+    lo, hi = int(base.peak * 0.080), int(base.peak * 0.150)
+    full = atlas.build(resnet, lo, hi, max_runs=2, grid=30)
+    lines: list[str] = []
+    limited = atlas.build(resnet, lo, hi, max_runs=2, grid=30, max_work=80, log=lines.append)
+    budgets = [int(m[1].replace(",", "")) for m in map(re.compile(r"run \d+: budget ([\d,]+)").match, lines) if m]
+    assert full.work > 80 and full.unresolved() == {"mixed": 0, "unknown": 0}
+    assert len(budgets) == limited.runs < full.runs
+    # The work is the runs' summed clock over the baseline compute ...
+    assert limited.clock == sum(dtrlab.simulate(resnet, budget=b).clock for b in budgets)
+    assert limited.work == limited.clock / base.compute
+    # ... checked before each run, so it overshoots by less than one run.
+    assert 80 <= limited.work and (limited.clock - dtrlab.simulate(resnet, budget=budgets[-1]).clock) < 80 * base.compute
+    _confirmed_partition(limited, resnet)
+    unresolved = limited.unresolved()
+    assert unresolved["unknown"] == 0 and unresolved["mixed"] > 0
+    exact = {(c.lo, c.hi, c.status) for c in full.classes if c.exact}
+    assert {(c.lo, c.hi, c.status) for c in limited.classes if c.exact} <= exact
+    again = atlas.build(resnet, lo, hi, max_runs=2, grid=30, max_work=80)
+    assert again.to_dict() == limited.to_dict()
+    assert atlas.from_dict(limited.to_dict()).work == limited.work
 
 
 def test_forensics_of_a_thrashed_hole(tmp_path):

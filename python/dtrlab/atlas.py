@@ -15,6 +15,14 @@ could be missed there, and the output says so. Because narrow holes cluster
 next to the status changes (ResNet-32's 128-byte holes sit just above its OOM
 band), the classes on either side of every change are then walked exactly
 too (``edge_runs`` classes each way).
+
+Two deterministic limits bound a job: a run count (``max_total_runs``) and a
+*work* budget (``max_work``): the simulated time of all its runs, in units of
+the trace's baseline compute. A replay's cost grows with its simulated time,
+so a range full of thrashing runs (each up to ``cap`` times the baseline)
+stops early instead of taking hours; whatever is left is reported as
+unresolved, never guessed. Both limits are checked before each run, so the
+last run may overshoot by at most one run's work.
 """
 
 from __future__ import annotations
@@ -51,6 +59,14 @@ class Atlas:
     peak: int
     classes: list[ExecClass] = field(default_factory=list)
     runs: int = 0
+    #: Baseline compute of the trace and the summed simulated clock of all runs.
+    compute: int = 0
+    clock: int = 0
+
+    @property
+    def work(self) -> float:
+        """Simulated time spent, in baseline replays (sum of clock / compute)."""
+        return self.clock / self.compute if self.compute else 0.0
 
     @property
     def exact(self) -> bool:
@@ -78,6 +94,7 @@ class Atlas:
             "classes": [{**asdict(c), "interval": None if c.interval is None else list(c.interval)}
                         for c in self.classes],
             "holes": self.holes(), "exact": self.exact, "runs": self.runs, "unresolved_bytes": self.unresolved(),
+            "compute": self.compute, "clock": self.clock, "work": self.work,
         }
 
 
@@ -85,19 +102,29 @@ class _Prober:
     """Replays at byte budgets, remembering every class seen."""
 
     def __init__(self, trace: engine.Trace, heuristic: str, cap: float | None, limit: int | None = None,
-                 log=None):
+                 log=None, compute: int = 1, max_work: float | None = None):
         self.trace, self.heuristic, self.cap = trace, heuristic, cap
         self.runs = 0
+        self.clock = 0  # summed simulated clock of every run
         self.limit = limit
         self.log = log
+        self.compute = compute
+        self.max_work = max_work
+
+    @property
+    def work(self) -> float:
+        return self.clock / self.compute
 
     @property
     def exhausted(self) -> bool:
-        return self.limit is not None and self.runs >= self.limit
+        return ((self.limit is not None and self.runs >= self.limit)
+                or (self.max_work is not None and self.clock >= self.max_work * self.compute))
 
     def run(self, budget: int, **kw) -> engine.SimResult:
         self.runs += 1
-        return engine.simulate(self.trace, budget=budget, heuristic=self.heuristic, cap=self.cap, **kw)
+        r = engine.simulate(self.trace, budget=budget, heuristic=self.heuristic, cap=self.cap, **kw)
+        self.clock += r.clock
+        return r
 
     def class_at(self, budget: int) -> tuple[int, int | None, engine.SimResult]:
         """The class containing ``budget``: (first budget, last budget or None = unbounded, run)."""
@@ -107,7 +134,8 @@ class _Prober:
         if not (lo <= budget and (hi is None or budget <= hi)):  # the engine guarantees this
             raise AssertionError(f"budget {budget} outside its own interval [{lo}, {hi}]")
         if self.log is not None:
-            self.log(f"run {self.runs}: budget {budget:,} -> {r.status}, class [{lo:,}, {hi if hi is None else f'{hi:,}'}]")
+            self.log(f"run {self.runs}: budget {budget:,} -> {r.status}, class [{lo:,}, {hi if hi is None else f'{hi:,}'}], "
+                     f"work {self.work:.1f}")
         return lo, hi, r
 
     def probe(self, budget: int, lo: int, hi: int) -> ExecClass:
@@ -128,6 +156,7 @@ def build(
     grid: int = 200,
     max_total_runs: int | None = None,
     edge_runs: int = 0,
+    max_work: float | None = None,
     progress=None,
     log=None,
 ) -> Atlas:
@@ -137,23 +166,26 @@ def build(
     spent; the rest of the range is then sampled on ``grid`` points with
     bisection to the byte at each status change, and up to ``edge_runs``
     classes are walked exactly on each side of every status change.
-    ``max_total_runs`` bounds the whole job: status changes left unbisected
-    then are reported as ``mixed`` stretches (never silently dropped).
+    ``max_total_runs`` and ``max_work`` (simulated time in baseline replays)
+    bound the whole job: status changes left unbisected then are reported as
+    ``mixed`` stretches, budgets never run as ``unknown`` (never dropped).
     ``log`` (a callable taking a line) hears of every run and phase.
     """
     if hi_budget < lo_budget:
         raise ValueError(f"hi_budget {hi_budget} is below lo_budget {lo_budget}")
     base = engine.baseline(trace)
-    atlas = Atlas(trace.key, heuristic, cap, lo_budget, hi_budget, base.peak)
-    prober = _Prober(trace, heuristic, cap, max_total_runs, log)
+    atlas = Atlas(trace.key, heuristic, cap, lo_budget, hi_budget, base.peak, compute=base.compute)
+    prober = _Prober(trace, heuristic, cap, max_total_runs, log, compute=max(base.compute, 1), max_work=max_work)
     start = time.monotonic()
     b = lo_budget
     while b <= hi_budget:
-        out_of_budget = (max_runs is not None and prober.runs >= max_runs) or (
+        out_of_budget = prober.exhausted or (max_runs is not None and prober.runs >= max_runs) or (
             time_limit is not None and time.monotonic() - start > time_limit)
         if out_of_budget:
             if log is not None:
-                log(f"exact walk stopped at {b:,}: sampling {grid} points with bisection")
+                log(f"exact walk stopped at {b:,}: " + ("run or work limit reached, the rest is unresolved"
+                                                        if prober.exhausted else
+                                                        f"sampling {grid} points with bisection"))
             sampled = _sampled(prober, b, hi_budget, grid)
             if edge_runs and log is not None:
                 log(f"walking up to {edge_runs} classes outward from every status change")
@@ -166,7 +198,9 @@ def build(
             progress(top - lo_budget + 1, hi_budget - lo_budget + 1)
         b = top + 1
     atlas.classes = merge_classes(atlas.classes)
-    atlas.runs = prober.runs
+    atlas.runs, atlas.clock = prober.runs, prober.clock
+    if log is not None and prober.exhausted:
+        log(f"stopped by the run or work limit after {prober.runs} runs, work {prober.work:.1f}")
     return atlas
 
 
@@ -192,9 +226,11 @@ def combine(parts: list[Atlas]) -> Atlas:
         if a.hi_budget + 1 != b.lo_budget:
             raise ValueError(f"chunks do not touch: {a.hi_budget} then {b.lo_budget}")
     first = parts[0]
-    out = Atlas(first.trace, first.heuristic, first.cap, first.lo_budget, parts[-1].hi_budget, first.peak)
+    out = Atlas(first.trace, first.heuristic, first.cap, first.lo_budget, parts[-1].hi_budget, first.peak,
+                compute=first.compute)
     out.classes = merge_classes([c for p in parts for c in p.classes])
     out.runs = sum(p.runs for p in parts)
+    out.clock = sum(p.clock for p in parts)
     return out
 
 
@@ -203,28 +239,31 @@ def from_dict(d: dict) -> Atlas:
     a.classes = [ExecClass(**{**c, "interval": None if c.get("interval") is None else tuple(c["interval"])})
                  for c in d["classes"]]
     a.runs = d.get("runs", 0)
+    a.compute, a.clock = d.get("compute", 0), d.get("clock", 0)
     return a
 
 
 def _sampled(prober: _Prober, lo: int, hi: int, grid: int) -> list[ExecClass]:
-    """Exact classes at ``grid`` sample budgets, and between consecutive
+    """Exact classes at ``grid`` sample budgets, then, between consecutive
     samples: bisection to the byte where the status changes; otherwise an
-    inexact stretch of the common status (a narrower failure could hide there)."""
+    inexact stretch of the common status (a narrower failure could hide there).
+    The whole grid is sampled before any bisection, so a job cut short by its
+    limits still knows the status across its whole range."""
+    n = max(2, grid)
+    samples: list[ExecClass] = []
     out: list[ExecClass] = []
-    prev: ExecClass | None = None
-    for k in range(max(2, grid)):
-        b = lo + (hi - lo) * k // (max(2, grid) - 1)
-        if prev is not None and b <= prev.hi:
+    for k in range(n):
+        b = lo + (hi - lo) * k // (n - 1)
+        if samples and b <= samples[-1].hi:
             continue
-        if prober.exhausted and prev is not None:
-            out.append(ExecClass(prev.hi + 1, hi, "unknown", None, exact=False))
-            return out
-        cur = prober.probe(b, lo, hi)
-        if prev is not None:
-            _fill_gap(prober, prev, cur, lo, hi, out)
-        out.append(cur)
-        prev = cur
-    return out
+        if prober.exhausted:
+            out.append(ExecClass(samples[-1].hi + 1 if samples else lo, hi, "unknown", None, exact=False))
+            break
+        samples.append(prober.probe(b, lo, hi))
+    out += samples
+    for a, c in zip(samples, samples[1:]):
+        _fill_gap(prober, a, c, lo, hi, out)
+    return sorted(out, key=lambda c: c.lo)
 
 
 def _refine_edges(prober: _Prober, classes: list[ExecClass], edge_runs: int, lo: int, hi: int) -> list[ExecClass]:

@@ -101,6 +101,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="runs in all; status changes left then are reported as unresolved")
     at.add_argument("--edge-runs", type=int, default=0,
                     help="after sampling, exact walk this many classes outward from every status change")
+    at.add_argument("--max-work", type=float, default=None,
+                    help="simulated time in all, in baseline replays; the rest is reported as unresolved")
     at.add_argument("--forensics", action="store_true", help="first differing eviction and retention per hole")
 
     task = sub.add_parser("task", help="run one workflow task (see dtrlab.experiments.TASKS)")
@@ -168,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
                 a = atlas.build(trace, lo_b, hi_b, heuristic=args.heuristic,
                                 cap=None if args.no_cap else args.cap, max_runs=args.max_runs,
                                 time_limit=args.time_limit, grid=args.grid, max_total_runs=args.max_total_runs,
-                                edge_runs=args.edge_runs,
+                                edge_runs=args.edge_runs, max_work=args.max_work,
                                 progress=progress)
             doc = a.to_dict()
             if args.forensics:

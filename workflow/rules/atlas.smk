@@ -28,6 +28,7 @@ rule atlas_chunk:
             grid=ATLAS["grid"],
             max_total_runs=ATLAS["max_total_runs"],
             edge_runs=ATLAS["edge_runs"],
+            max_work=ATLAS["max_work"],
         ),
         rule="atlas_chunk",
     shell:

@@ -153,12 +153,14 @@ def atlas_summary(atlases: list[dict]) -> str:
         rows.append({"trace": TRACE_NAMES.get(a["trace"], a["trace"]), "heuristic": a["heuristic"],
                      "range (of peak)": f"{short_ratio(a['lo_budget'] / a['peak'])}--{short_ratio(a['hi_budget'] / a['peak'])}",
                      "classes": len(a["classes"]), "holes": len(a["holes"]), "runs": a["runs"],
+                     "work": a.get("work", 0.0),
                      "exact": f"{100 * exact / width:.1f}\\%", "ok": f"{100 * by['ok']:.1f}\\%",
                      "OOM": f"{100 * by['oom']:.1f}\\%", "thrashed": f"{100 * by['thrashed']:.1f}\\%",
                      "unresolved (B)": unresolved})
     t = pd.DataFrame(rows)
-    return booktabs(t, {"classes": integer, "holes": integer, "runs": integer, "exact": str, "ok": str, "OOM": str,
-                        "thrashed": str, "unresolved (B)": integer}, align="llcrrrrrrrr")
+    return booktabs(t, {"classes": integer, "holes": integer, "runs": integer, "work": lambda w: integer(round(w)),
+                        "exact": str, "ok": str, "OOM": str, "thrashed": str, "unresolved (B)": integer},
+                    align="llcrrrrrrrrr")
 
 
 def holes(df: pd.DataFrame, extra_columns=()) -> str:
