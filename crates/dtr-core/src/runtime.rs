@@ -88,6 +88,13 @@ struct Replay<'a> {
     /// storages, and rematerializing one rebuilds this region.
     owed_fwd: Vec<Vec<(u32, Rc<Region>)>>,
     owed_rev: Vec<Vec<(u32, Rc<Region>)>>,
+    /// Regions owed a rebuild (`[forward, reverse]` per storage) and their
+    /// list. A rematerialization asks for a rebuild of every region around
+    /// it, and a deep rematerialization asks again and again before any
+    /// region is read; rebuilding once, right before anything that could
+    /// change its outcome or read it, gives the same region (see `flush`).
+    stale: Vec<[bool; 2]>,
+    stale_list: Vec<(u32, Direction)>,
     eq: EqClasses,
     eq_node: Vec<Option<u32>>,
     pool: Pool,
@@ -165,6 +172,8 @@ impl<'a> Replay<'a> {
             rev: if regions_on { vec![Region::default(); n] } else { Vec::new() },
             owed_fwd: if regions_on { vec![Vec::new(); n] } else { Vec::new() },
             owed_rev: if regions_on { vec![Vec::new(); n] } else { Vec::new() },
+            stale: if regions_on { vec![[false; 2]; n] } else { Vec::new() },
+            stale_list: Vec::new(),
             eq: EqClasses::default(),
             eq_node: if eq_on { vec![None; n] } else { Vec::new() },
             pool: Pool::new(n),
@@ -238,6 +247,9 @@ impl<'a> Replay<'a> {
 
     /// A model operator: create its outputs, materialize the first one.
     fn compute_op(&mut self, op: u32) -> Result<(), Stop> {
+        if self.regions_on {
+            self.flush();
+        }
         self.model_ops += 1;
         let trace = self.trace;
         let o = &trace.ops[op as usize];
@@ -473,6 +485,9 @@ impl<'a> Replay<'a> {
 
     /// Evict victims until `request` more bytes fit.
     fn free(&mut self, request: u64, computing: TensorId, depth: u32) -> Result<(), Stop> {
+        if self.regions_on {
+            self.flush();
+        }
         loop {
             let Some(v) = self.choose() else {
                 self.sample_pinned(depth);
@@ -587,14 +602,48 @@ impl<'a> Replay<'a> {
         // Fresh storages are always rebuilt: their frontiers say whom to revisit.
         for s in fwd_again {
             if !self.regions_unused(s) {
-                self.rebuild(s, Direction::Forward);
+                self.mark_stale(s, Direction::Forward);
             }
         }
         for s in rev_again {
             if !self.regions_unused(s) {
-                self.rebuild(s, Direction::Reverse);
+                self.mark_stale(s, Direction::Reverse);
             }
         }
+    }
+
+    #[inline]
+    fn mark_stale(&mut self, s: u32, dir: Direction) {
+        let flag = &mut self.stale[s as usize][dir as usize];
+        if !*flag {
+            *flag = true;
+            self.stale_list.push((s, dir));
+        }
+    }
+
+    /// Rebuild every stale region. Called before any region is read and
+    /// before anything but a rematerialization changes the graph: an
+    /// eviction (it could extend a walk and owes absorbs), a model
+    /// operator (new links, new compute). A rematerialization in between
+    /// changes a stale region's walk only by making one of its evicted
+    /// storages resident, and that marks the region stale again; so the
+    /// deferred rebuild walks exactly the graph the immediate one would have.
+    fn flush(&mut self) {
+        if self.stale_list.is_empty() {
+            return;
+        }
+        let list = std::mem::take(&mut self.stale_list);
+        for &(s, dir) in &list {
+            let flag = &mut self.stale[s as usize][dir as usize];
+            if *flag {
+                *flag = false;
+                if !self.regions_unused(s) {
+                    self.rebuild(s, dir);
+                }
+            }
+        }
+        self.stale_list = list;
+        self.stale_list.clear();
     }
 
     /// Regions are read only while a storage can still be evicted: for a
@@ -605,6 +654,7 @@ impl<'a> Replay<'a> {
     }
 
     fn rebuild(&mut self, s: u32, dir: Direction) {
+        self.stale[s as usize][dir as usize] = false;
         let g = GraphView { trace: self.trace, created: self.created, material: &self.material, compute: &self.compute };
         let region = match dir {
             Direction::Forward => {
@@ -638,6 +688,9 @@ impl<'a> Replay<'a> {
     // ----- eviction -------------------------------------------------------
 
     fn evict(&mut self, s: u32, kind: EventKind, depth: u32) {
+        if self.regions_on {
+            self.flush();
+        }
         let trace = self.trace;
         self.material[s as usize] = false;
         for &t in trace.storage_tensors.get(s) {
@@ -790,6 +843,7 @@ impl<'a> Replay<'a> {
 
     fn check_invariants(&mut self) -> Result<(), EngineError> {
         if self.regions_on {
+            self.flush();
             for s in 0..self.created {
                 self.settle_regions(s);
             }
