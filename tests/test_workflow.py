@@ -127,6 +127,16 @@ def test_small_target_end_to_end_and_manifest_verifies(small_run):
     assert p.returncode == 0, p.stderr
 
 
+def test_the_same_archive_from_another_mirror_reruns_nothing(small_run, mirror, tmp_path):
+    """Where the pinned archive comes from is not an input of the study."""
+    other = tmp_path / "elsewhere" / "logs.zip"
+    other.parent.mkdir()
+    shutil.copyfile(mirror, other)
+    p = snakemake(small_run, "-n", "all", *small(small_run), env={traces.MIRROR_ENV: str(other)})
+    assert p.returncode == 0, p.stderr
+    assert "Nothing to be done" in p.stdout + p.stderr
+
+
 def test_verify_detects_a_changed_artifact(small_run, tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(small_run / "results", copy / "results")

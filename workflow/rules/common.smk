@@ -31,6 +31,10 @@ RESULTS = config["results_dir"]
 TRACES = config["traces"]
 # The environment wins over the config; else a sibling shared/ copy if present.
 MIRROR = os.environ.get(MIRROR_ENV) or config["artifact"]["mirror"] or default_mirror()
+if MIRROR:
+    # Handed to `dtrlab fetch` through its environment, not as a param: where
+    # the (sha256-pinned) archive comes from must not make Snakemake redo work.
+    os.environ[MIRROR_ENV] = MIRROR
 
 
 # The engine every experiment uses: ours, or the reference simulator from a

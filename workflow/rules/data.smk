@@ -12,13 +12,12 @@ rule fetch_traces:
         ENV
     params:
         dest=lambda wildcards, output: os.path.dirname(output.archive),
-        mirror=f"--mirror {MIRROR}" if MIRROR else "",
         url=config["artifact"]["url"],
         sha256=config["artifact"]["sha256"],
         retries=config["artifact"]["retries"],
         rule="fetch_traces",
     shell:
-        "dtrlab fetch --dest {params.dest} {params.mirror} --url {params.url} "
+        "dtrlab fetch --dest {params.dest} --url {params.url} "
         "--sha256 {params.sha256} --retries {params.retries} --rule {params.rule} > {log} 2>&1"
 
 
