@@ -174,6 +174,12 @@ def test_work_limit_bounds_simulated_time(resnet):
     assert unresolved["unknown"] == 0 and unresolved["mixed"] > 0
     exact = {(c.lo, c.hi, c.status) for c in full.classes if c.exact}
     assert {(c.lo, c.hi, c.status) for c in limited.classes if c.exact} <= exact
+    # Without a run limit, the exact walk stops at its share of the work.
+    lines = []
+    atlas.build(resnet, lo, hi, max_runs=None, grid=30, max_work=80, log=lines.append)
+    stop = next(i for i, line in enumerate(lines) if line.startswith("exact walk stopped"))
+    walk_work = [float(line.rsplit(" ", 1)[1]) for line in lines[:stop]]
+    assert walk_work[-2] < atlas.EXACT_WALK_SHARE * 80 <= walk_work[-1]
     again = atlas.build(resnet, lo, hi, max_runs=2, grid=30, max_work=80)
     assert again.to_dict() == limited.to_dict()
     assert atlas.from_dict(limited.to_dict()).work == limited.work

@@ -22,7 +22,10 @@ the trace's baseline compute. A replay's cost grows with its simulated time,
 so a range full of thrashing runs (each up to ``cap`` times the baseline)
 stops early instead of taking hours; whatever is left is reported as
 unresolved, never guessed. Both limits are checked before each run, so the
-last run may overshoot by at most one run's work.
+last run may overshoot by at most one run's work. The exact walk from ``lo``
+may spend at most ``EXACT_WALK_SHARE`` of the work budget: in a stretch of
+thrashing replays it would otherwise spend it all on a few classes a few
+kilobytes wide, leaving the grid that shows the whole range unsampled.
 """
 
 from __future__ import annotations
@@ -33,6 +36,9 @@ from dataclasses import asdict, dataclass, field
 
 from dtrlab import engine
 from dtrlab.analysis import inversions
+
+#: Share of the work budget the initial exact walk may spend.
+EXACT_WALK_SHARE = 0.25
 
 
 @dataclass
@@ -180,7 +186,8 @@ def build(
     b = lo_budget
     while b <= hi_budget:
         out_of_budget = prober.exhausted or (max_runs is not None and prober.runs >= max_runs) or (
-            time_limit is not None and time.monotonic() - start > time_limit)
+            time_limit is not None and time.monotonic() - start > time_limit) or (
+            max_work is not None and prober.work >= EXACT_WALK_SHARE * max_work)
         if out_of_budget:
             if log is not None:
                 log(f"exact walk stopped at {b:,}: " + ("run or work limit reached, the rest is unresolved"
