@@ -37,7 +37,7 @@ def atlas_figure(atlases, pdf_path, png_path) -> None:
     axes[-1, 0].set_xlabel("budget (fraction of the baseline peak)")
     handles = [Patch(facecolor=COLORS[s], hatch=HATCH.get(s, ""), label=s) for s in ("ok", "oom", "thrashed")]
     handles.append(Patch(facecolor=COLORS["sampled"], label="sampled (not exact)"))
-    handles.append(Patch(facecolor=COLORS["mixed"], label="unresolved (run limit)"))
+    handles.append(Patch(facecolor=COLORS["mixed"], label="unresolved (run or work limit)"))
     fig.legend(handles=handles, loc="upper center", ncol=5, frameon=False, fontsize=7)
     fig.tight_layout(rect=(0, 0, 0.9, 0.95))
     save(fig, pdf_path, png_path)
