@@ -145,6 +145,13 @@ KERNELS = os.path.dirname(
         os.path.dirname(workflow.source_path("../jupyter/kernels/dtrlab/kernel.json"))
     )
 )
+# Jupyter finds it through the jobs' environment (optional, so not `envvars:`):
+# as a param, this per-run cache path would make Snakemake redo the notebooks
+# on every invocation.
+JUPYTER_PATH = "JUPYTER_PATH"
+os.environ[JUPYTER_PATH] = os.pathsep.join(
+    p for p in (KERNELS, os.environ.get(JUPYTER_PATH)) if p
+)
 
 
 def notebook(name):
@@ -166,7 +173,7 @@ def figure(name):
 # Runs a notebook with papermill (parameters: its named inputs, the figure
 # folder and the rule's name), then renders the executed copy to HTML.
 PAPERMILL = (
-    "JUPYTER_PATH={params.kernels} papermill {input.notebook} {output.notebook} -k dtrlab "
+    "papermill {input.notebook} {output.notebook} -k dtrlab "
     "{params.args} -p out_dir {params.out_dir} -p rule {params.rule} > {log} 2>&1 && "
     "jupyter nbconvert --to html --log-level WARN {output.notebook} --output-dir {params.html_dir} >> {log} 2>&1"
 )

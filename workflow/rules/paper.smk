@@ -23,7 +23,6 @@ rule nb_lstm_regimes:
     conda:
         ENV
     params:
-        kernels=KERNELS,
         out_dir=lambda wc, output: os.path.dirname(output[0]),
         html_dir=lambda wc, output: os.path.dirname(output.html),
         rule="nb_lstm_regimes",
@@ -53,7 +52,6 @@ rule nb_resnet_inversion:
     conda:
         ENV
     params:
-        kernels=KERNELS,
         out_dir=lambda wc, output: os.path.dirname(output[0]),
         html_dir=lambda wc, output: os.path.dirname(output.html),
         rule="nb_resnet_inversion",
@@ -82,7 +80,6 @@ rule nb_ablation:
     conda:
         ENV
     params:
-        kernels=KERNELS,
         out_dir=lambda wc, output: os.path.dirname(output[0]),
         html_dir=lambda wc, output: os.path.dirname(output.html),
         rule="nb_ablation",
