@@ -247,9 +247,7 @@ impl<'a> Replay<'a> {
 
     /// A model operator: create its outputs, materialize the first one.
     fn compute_op(&mut self, op: u32) -> Result<(), Stop> {
-        if self.regions_on {
-            self.flush();
-        }
+        self.flush();
         self.model_ops += 1;
         let trace = self.trace;
         let o = &trace.ops[op as usize];
@@ -485,9 +483,7 @@ impl<'a> Replay<'a> {
 
     /// Evict victims until `request` more bytes fit.
     fn free(&mut self, request: u64, computing: TensorId, depth: u32) -> Result<(), Stop> {
-        if self.regions_on {
-            self.flush();
-        }
+        self.flush();
         loop {
             let Some(v) = self.choose() else {
                 self.sample_pinned(depth);
@@ -628,22 +624,19 @@ impl<'a> Replay<'a> {
     /// changes a stale region's walk only by making one of its evicted
     /// storages resident, and that marks the region stale again; so the
     /// deferred rebuild walks exactly the graph the immediate one would have.
+    /// (Regions off, nothing is ever stale.)
     fn flush(&mut self) {
-        if self.stale_list.is_empty() {
-            return;
-        }
-        let list = std::mem::take(&mut self.stale_list);
-        for &(s, dir) in &list {
-            let flag = &mut self.stale[s as usize][dir as usize];
-            if *flag {
-                *flag = false;
-                if !self.regions_unused(s) {
-                    self.rebuild(s, dir);
-                }
+        while let Some((s, dir)) = self.stale_list.pop() {
+            // Unmarked since: rebuilt meanwhile (a fresh storage).
+            if !self.stale[s as usize][dir as usize] {
+                continue;
+            }
+            if self.regions_unused(s) {
+                self.stale[s as usize][dir as usize] = false;
+            } else {
+                self.rebuild(s, dir); // clears the mark
             }
         }
-        self.stale_list = list;
-        self.stale_list.clear();
     }
 
     /// Regions are read only while a storage can still be evicted: for a
@@ -688,9 +681,7 @@ impl<'a> Replay<'a> {
     // ----- eviction -------------------------------------------------------
 
     fn evict(&mut self, s: u32, kind: EventKind, depth: u32) {
-        if self.regions_on {
-            self.flush();
-        }
+        self.flush();
         let trace = self.trace;
         self.material[s as usize] = false;
         for &t in trace.storage_tensors.get(s) {
