@@ -1,25 +1,87 @@
-"""Shared fixtures: verified public traces (from the mirror) and golden records."""
+"""Shared fixtures: verified public traces (from the mirror) and golden
+records; and the guard that a test run leaves the checkout as it found it."""
 
 from __future__ import annotations
 
 import json
 import os
-from functools import lru_cache
-from pathlib import Path
+import subprocess
+import sys
 
-import pytest
-from hypothesis import HealthCheck, settings
+# Tests write nothing into the checkout, bytecode included (also in the
+# workflow, notebook and CLI subprocesses they start).
+sys.dont_write_bytecode = True
+os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
 
-import dtrlab
-from dtrlab import traces
+from functools import lru_cache  # noqa: E402
+from pathlib import Path  # noqa: E402
 
+import platformdirs  # noqa: E402
+import pytest  # noqa: E402
+import yaml  # noqa: E402
+from hypothesis import HealthCheck, settings  # noqa: E402
+from hypothesis.configuration import set_hypothesis_home_dir  # noqa: E402
+
+import dtrlab  # noqa: E402
+from dtrlab import traces  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
 GOLDEN = Path(__file__).parent / "golden"
 SYNTHETIC = GOLDEN / "synthetic"
+#: Where tests keep what outlives a run (fetched traces live in the package's
+#: own per-user cache; see dtrlab.traces.default_data_dir).
+CACHE = Path(platformdirs.user_cache_dir("dtrlab"))
 
-# Hypothesis: a fast profile by default, a thorough one with DTRLAB_HYPOTHESIS=thorough.
+# Hypothesis: a fast profile by default, a thorough one with DTRLAB_HYPOTHESIS=thorough;
+# its storage (example database, constants) in the user cache, not in the checkout.
+set_hypothesis_home_dir(CACHE / "hypothesis")
 settings.register_profile("fast", max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("thorough", max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("DTRLAB_HYPOTHESIS", "fast"))
+
+#: The folders the workflow owns in a checkout: no test may write there.
+WORKFLOW_FOLDERS = ("data", "results", ".snakemake")
+
+
+def checkout_state(root: Path = REPO) -> dict[str, tuple] | None:
+    """What a test run must not change: ``git status --ignored`` of the
+    checkout, and every file (size, mtime) under the workflow's folders.
+    None outside a git checkout (e.g. tests run from an unpacked sdist)."""
+    try:
+        status = subprocess.run(["git", "status", "--porcelain", "--ignored"], cwd=root, capture_output=True,
+                                text=True, timeout=60, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    state: dict[str, tuple] = {line[3:]: ("status", line[:2]) for line in status.splitlines()}
+    for folder in WORKFLOW_FOLDERS:
+        for dirpath, _, files in os.walk(root / folder):
+            for name in files:
+                st = os.lstat(os.path.join(dirpath, name))
+                state[os.path.relpath(os.path.join(dirpath, name), root)] = ("file", st.st_size, st.st_mtime_ns)
+    return state
+
+
+def checkout_changes(before: dict, after: dict) -> list[str]:
+    """Paths added, removed or changed between two :func:`checkout_state`s."""
+    return sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+
+
+def pytest_configure(config):
+    config._dtrlab_checkout = checkout_state()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    before = getattr(session.config, "_dtrlab_checkout", None)
+    after = checkout_state() if before is not None else None
+    if before is None or after is None:
+        return
+    changed = checkout_changes(before, after)
+    if changed:
+        shown = ", ".join(changed[:10]) + (f" (and {len(changed) - 10} more)" if len(changed) > 10 else "")
+        session.config.get_terminal_writer().line(
+            f"FAILED: the test run changed the checkout (git status --ignored / workflow folders): {shown}",
+            red=True, bold=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def golden_records(name: str) -> list[dict]:
@@ -27,34 +89,13 @@ def golden_records(name: str) -> list[dict]:
         return [json.loads(line) for line in f]
 
 
-#: A workflow configuration with small grids that still covers every
-#: published value (the paper's points), for end-to-end tests.
-REDUCED = {
-    "traces": ["lstm", "resnet32"],
-    "experiments": {
-        "chunk_size": 4,
-        "lstm_regimes": {"ratios": [0.262, 0.264, 0.265, 0.266]},
-        "resnet32_sweep": {"ratios": {"start": 0.100, "stop": 0.108, "step": 0.001, "extra": [0.111, 0.147]}},
-        "ablation": {
-            "heuristics": ["DTR", "LRU", "AbSizeStale", "RandomStorage"],
-            "seeds": [0, 1],
-            "lstm_ratios": [0.264, 0.265],
-            "resnet32_ratios": {"start": 0.100, "stop": 0.108, "step": 0.001},
-        },
-        "determinism": {"repeats": 2, "points": [["resnet32", 0.104], ["lstm", 0.265]]},
-    },
-    # A narrow slice of ResNet-32 above the OOM band: its top edge and the
-    # 128-byte holes just above it.
-    "atlas": {"traces": ["resnet32"], "heuristics": ["DTR"], "lo": 0.1063, "hi": 0.1064, "chunks": 2,
-              "max_runs": 1000, "max_total_runs": 1000, "max_work": None,
-              "time_limit": 600},
-}
+#: The reduced workflow configuration (small grids that still cover every
+#: published value, the paper's points), shared with CI: config/reduced.yaml.
+REDUCED = yaml.safe_load((REPO / "config/reduced.yaml").read_text())
 
 
 def write_reduced_config(folder: Path, **overrides) -> Path:
     """The reduced configuration as a YAML file in ``folder``."""
-    import yaml
-
     path = folder / "reduced.yaml"
     path.write_text(yaml.safe_dump({**REDUCED, **overrides}))
     return path
@@ -72,7 +113,8 @@ def strip_extra_fail_fields(fail: dict) -> dict:
 
 @pytest.fixture(scope="session")
 def trace_dir() -> Path:
-    """The eight public traces, fetched from the mirror and sha256-verified."""
+    """The eight public traces, fetched from the mirror and sha256-verified
+    (into the per-user cache, never the checkout's data/)."""
     return traces.ensure_traces()
 
 

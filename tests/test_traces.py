@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -83,3 +84,14 @@ def test_resolve_trace_keys_and_paths(trace_dir, tmp_path):
     assert traces.resolve_trace("lstm", trace_dir).name == traces.TRACE_FILES["lstm"]
     with pytest.raises(FileNotFoundError, match="use a key"):
         traces.resolve_trace(tmp_path / "nope.log")
+
+
+def test_the_default_trace_folder_is_outside_the_checkout(monkeypatch):
+    """data/ belongs to the workflow: the API's traces go to the user cache,
+    wherever the process runs (here: from the checkout's root)."""
+    repo = Path(__file__).resolve().parents[1]
+    monkeypatch.delenv(traces.DATA_ENV, raising=False)
+    monkeypatch.chdir(repo)
+    assert not traces.default_data_dir().resolve().is_relative_to(repo)
+    monkeypatch.setenv(traces.DATA_ENV, "/somewhere/traces")
+    assert traces.default_data_dir() == Path("/somewhere/traces")

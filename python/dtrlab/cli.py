@@ -61,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     base.add_argument("--rule", default="baseline", help=argparse.SUPPRESS)
 
     fetch = sub.add_parser("fetch", help="download (or copy from a mirror), verify and extract the traces")
-    fetch.add_argument("--dest", default=None, help=f"folder for the traces (default ${traces.DATA_ENV} or data/traces)")
+    fetch.add_argument("--dest", default=None, help=f"folder for the traces (default ${traces.DATA_ENV}, else the per-user cache)")
     fetch.add_argument("--mirror", default=None, help=f"local logs.zip or URL (default ${traces.MIRROR_ENV})")
     fetch.add_argument("--url", default=traces.ARTIFACT_URL, help="canonical URL (pinned commit)")
     fetch.add_argument("--sha256", default=traces.ARTIFACT_SHA256, help="expected sha256 of logs.zip")

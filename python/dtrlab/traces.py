@@ -82,7 +82,16 @@ def default_mirror() -> str | None:
 
 
 def default_data_dir() -> Path:
-    return Path(os.environ.get(DATA_ENV, "data/traces"))
+    """Where the API and the CLI keep the traces: ``$DTRLAB_DATA``, else the
+    per-user cache (``~/.cache/dtrlab/traces`` on Linux). Never a folder of
+    the checkout: ``data/`` belongs to the workflow, which records the
+    provenance of everything it puts there."""
+    env = os.environ.get(DATA_ENV)
+    if env:
+        return Path(env)
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("dtrlab")) / "traces"
 
 
 def _read_source(source: str, retries: int, timeout: float) -> bytes:
