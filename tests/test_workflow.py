@@ -106,6 +106,40 @@ def test_tampered_download_is_rejected_and_leaves_nothing(tmp_path, mirror):
     assert not data_dir.exists() or not [f for f in data_dir.iterdir() if not f.name.startswith(".")]
 
 
+def test_traces_without_provenance_are_fetched_again_not_adopted(tmp_path, mirror):
+    """The failure of issue 11: traces put into data/traces by something other
+    than the workflow (an older dtrlab's default folder) made `all` fail in
+    its last job, the manifest, after every other job had run."""
+    work = tmp_path / "work"
+    foreign = traces.extract_traces(mirror, work / "data/traces")
+    shutil.copyfile(mirror, work / "data/traces/logs.zip")
+    assert provenance.unrecorded([*foreign.values()]) == sorted(map(str, foreign.values()))
+    plan = snakemake(work, "-n", "all", *small(work), env={traces.MIRROR_ENV: mirror})
+    assert plan.returncode == 0, plan.stderr
+    assert "fetch_traces" in plan.stdout.split("Job stats:")[1].split("total")[0]
+    p = snakemake(work, "fetch_traces", *small(work), env={traces.MIRROR_ENV: mirror})
+    assert p.returncode == 0, p.stderr
+    assert provenance.unrecorded([*foreign.values(), work / "data/traces/logs.zip"]) == []
+    # What the manifest rule does with them now succeeds.
+    out = subprocess.run([sys.executable, "-m", "dtrlab", "manifest", *(str(f.relative_to(work)) for f in
+                          foreign.values()), "--out", "m.json", "--config-sha256", "x"],
+                         cwd=work, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert {a["rule"] for a in json.loads((work / "m.json").read_text())["artifacts"]} == {"fetch_traces"}
+
+
+def test_a_result_no_rule_produced_is_refused_at_the_start(tmp_path, mirror):
+    work = tmp_path / "work"
+    stray = work / "results/baselines/resnet32.json"
+    stray.parent.mkdir(parents=True)
+    stray.write_text("{}\n")
+    p = snakemake(work, "-n", "all", *small(work), env={traces.MIRROR_ENV: mirror})
+    assert p.returncode != 0
+    out = p.stdout + p.stderr
+    assert "results/baselines/resnet32.json: present but not produced by a workflow rule" in out, out[-3000:]
+    assert "Job stats" not in out  # refused while the DAG was built: nothing planned, nothing run
+
+
 @pytest.fixture(scope="module")
 def small_run(tmp_path_factory, mirror) -> Path:
     work = tmp_path_factory.mktemp("run1")
@@ -181,9 +215,10 @@ def test_interrupted_run_resumes_without_recomputing(tmp_path, mirror):
     assert provenance.verify(work / "results/MANIFEST.json") == []
 
 
-def test_workflow_is_lint_and_format_clean():
-    lint = subprocess.run([sys.executable, "-m", "snakemake", "--lint", "--snakefile", str(REPO / "Snakefile")],
-                          capture_output=True, text=True, cwd=REPO, timeout=300)
+def test_workflow_is_lint_and_format_clean(tmp_path):
+    # --directory: linting creates .snakemake/, which belongs in no checkout.
+    lint = subprocess.run([sys.executable, "-m", "snakemake", "--lint", "--snakefile", str(REPO / "Snakefile"),
+                           "--directory", str(tmp_path)], capture_output=True, text=True, timeout=300)
     assert lint.returncode == 0 and "good condition" in lint.stdout + lint.stderr, lint.stdout + lint.stderr
     snakefmt = shutil.which("snakefmt", path=str(Path(sys.executable).parent)) or shutil.which("snakefmt")
     if snakefmt is None:

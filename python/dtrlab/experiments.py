@@ -258,6 +258,6 @@ TASKS: dict[str, Callable] = {
 
 def run(name: str, inputs: list[str], outputs: list[str], params: dict, rule: str | None = None) -> None:
     """Run task ``name`` and record the provenance of its outputs."""
-    TASKS[name](inputs, outputs, params)
     recorded = {k: v for k, v in params.items() if k not in ("threads",)}
-    provenance.record(outputs, rule or name, inputs=inputs, params=recorded)
+    with provenance.recording(outputs, rule or name, inputs=inputs, params=recorded):
+        TASKS[name](inputs, outputs, params)

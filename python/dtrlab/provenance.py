@@ -2,7 +2,9 @@
 
 Every command that a workflow rule runs records a small sidecar next to each
 output (``<dir>/.provenance/<name>.json``: producing rule, input hashes,
-parameters). The ``manifest`` rule gathers them into ``results/MANIFEST.json``
+parameters), before it writes the output: so an artifact without its sidecar
+was never produced by a rule, and the workflow refuses it at the start
+(:func:`unrecorded`) instead of failing in the manifest at the end. The ``manifest`` rule gathers them into ``results/MANIFEST.json``
 with each artifact's sha256 and size, the config hash, the code version, the
 engine version and the package versions. ``dtrlab verify`` re-hashes every
 artifact against the manifest.
@@ -17,8 +19,9 @@ import json
 import os
 import platform
 import subprocess
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Iterable, Iterator, Mapping
 
 from dtrlab.atomic import write_text
 from dtrlab.traces import sha256_file
@@ -51,11 +54,40 @@ def record(
     inputs: Iterable[str | os.PathLike] = (),
     params: Mapping | None = None,
 ) -> None:
-    """Write the provenance sidecar of each output (call after writing them)."""
+    """Write the provenance sidecar of each output."""
     entry_inputs = dict(sorted((relpath(i), sha256_file(i)) for i in set(map(str, inputs))))
     for out in outputs:
         doc = {"artifact": relpath(out), "rule": rule, "inputs": entry_inputs, "params": dict(params or {})}
         write_text(sidecar_path(out), canonical_json(doc))
+
+
+@contextmanager
+def recording(
+    outputs: Iterable[str | os.PathLike],
+    rule: str,
+    inputs: Iterable[str | os.PathLike] = (),
+    params: Mapping | None = None,
+) -> Iterator[None]:
+    """Record the provenance of ``outputs``, then let the caller write them.
+
+    Sidecar first: a job killed in between leaves a sidecar without its
+    output (the rule simply reruns), never an output without a sidecar. If
+    the work fails, the sidecars are taken back.
+    """
+    outputs = list(outputs)
+    record(outputs, rule, inputs=inputs, params=params)
+    try:
+        yield
+    except BaseException:
+        for out in outputs:
+            sidecar_path(out).unlink(missing_ok=True)
+        raise
+
+
+def unrecorded(artifacts: Iterable[str | os.PathLike]) -> list[str]:
+    """The artifacts that exist without a provenance sidecar: files no
+    workflow rule produced (copied in, or left by other tools)."""
+    return sorted(str(a) for a in artifacts if Path(a).exists() and not sidecar_path(a).is_file())
 
 
 def code_version(root: str | os.PathLike = ".") -> str:

@@ -18,7 +18,9 @@ from dtrlab.atomic import atomic_open, write_text
 
 def fetch_traces(dest: str | os.PathLike, mirror: str | None, url: str, sha256: str, retries: int,
                  rule: str = "fetch_traces") -> list[Path]:
-    """Download (or copy from the mirror), verify, extract; record provenance."""
+    """Download (or copy from the mirror), verify, extract; record provenance
+    (after, not before: a checksum mismatch writes nothing; the workflow
+    declares these records as outputs of the rule)."""
     dest = Path(dest)
     if sha256 != traces.ARTIFACT_SHA256:
         raise ValueError("artifact.sha256 differs from the archive this version of dtrlab verifies per file")
@@ -34,10 +36,10 @@ def fetch_traces(dest: str | os.PathLike, mirror: str | None, url: str, sha256: 
 def write_baseline(trace_path: str | os.PathLike, out: str | os.PathLike, start: bool = False,
                    rule: str = "baseline", engine_name: str = "native") -> dict:
     """The baseline figures of one trace as a JSON record."""
-    t = engine.load_trace(trace_path, start=start)
-    record = {"trace": t.key, "start": start, **engine.baseline(t, engine=engine_name).to_dict()}
-    write_text(out, provenance.canonical_json(record))
-    provenance.record([out], rule, inputs=[trace_path], params={"start": start, "engine": engine_name})
+    with provenance.recording([out], rule, inputs=[trace_path], params={"start": start, "engine": engine_name}):
+        t = engine.load_trace(trace_path, start=start)
+        record = {"trace": t.key, "start": start, **engine.baseline(t, engine=engine_name).to_dict()}
+        write_text(out, provenance.canonical_json(record))
     return record
 
 
@@ -53,8 +55,8 @@ def tabulate(inputs: Iterable[str | os.PathLike], out_parquet: str | os.PathLike
     if keys:
         df = df[keys + [c for c in df.columns if c not in keys]]
         df = df.sort_values(keys, kind="stable").reset_index(drop=True)
-    write_table(df, out_parquet, out_csv)
-    provenance.record([out_parquet, out_csv], rule, inputs=inputs, params={"sort_by": keys})
+    with provenance.recording([out_parquet, out_csv], rule, inputs=inputs, params={"sort_by": keys}):
+        write_table(df, out_parquet, out_csv)
 
 
 def write_table(df, out_parquet: str | os.PathLike, out_csv: str | os.PathLike | None) -> None:

@@ -7,6 +7,7 @@ import yaml
 
 from dtrlab import config as dtrlab_config
 from dtrlab.grids import chunks, expand_ratios
+from dtrlab.provenance import sidecar_path, unrecorded
 from dtrlab.traces import TRACE_FILES, MIRROR_ENV, default_mirror
 
 with open(workflow.source_path("../schemas/config.schema.yaml")) as _f:

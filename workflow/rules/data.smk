@@ -2,10 +2,17 @@
 # mirror), per-file verification on extraction. Nothing is written on mismatch.
 
 
+TRACE_DATA = [f"{DATA}/logs.zip", *(trace_file(k) for k in TRACE_FILES)]
+
+
+# Its provenance records are outputs too: traces that something else put in
+# the data folder (an older dtrlab, a copy) lack them, so Snakemake fetches and
+# verifies the traces again instead of adopting them.
 rule fetch_traces:
     output:
-        archive=f"{DATA}/logs.zip",
-        traces=[trace_file(k) for k in TRACE_FILES],
+        archive=TRACE_DATA[0],
+        traces=TRACE_DATA[1:],
+        provenance=[str(sidecar_path(f)) for f in TRACE_DATA],
     log:
         f"{RESULTS}/logs/fetch_traces.log",
     conda:
@@ -32,4 +39,4 @@ rule fetch_simrd:
         "dtrlab fetch-simrd --dest {output} > {log} 2>&1"
 
 
-ARTIFACTS["data"] = [*rules.fetch_traces.output]
+ARTIFACTS["data"] = TRACE_DATA

@@ -1,0 +1,58 @@
+"""Provenance records: written before their artifact, taken back on failure,
+and the artifacts that lack one are found."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import checkout_changes, checkout_state
+from dtrlab import provenance
+
+
+def test_the_record_is_written_before_the_artifact(tmp_path):
+    inp = tmp_path / "in.txt"
+    inp.write_text("input\n")
+    out = tmp_path / "out.txt"
+    with provenance.recording([out], "some_rule", inputs=[inp], params={"k": 1}):
+        # A job killed here leaves a record without an artifact (it reruns),
+        # never an artifact without a record.
+        assert provenance.sidecar_path(out).is_file() and not out.exists()
+        out.write_text("result\n")
+    doc = json.loads(provenance.sidecar_path(out).read_text())
+    assert doc["rule"] == "some_rule" and doc["params"] == {"k": 1}
+    assert doc["inputs"] == {provenance.relpath(inp): provenance.sha256_file(inp)}
+    assert provenance.unrecorded([out]) == []
+
+
+def test_a_failed_step_takes_its_records_back(tmp_path):
+    out = tmp_path / "out.txt"
+    with pytest.raises(RuntimeError):
+        with provenance.recording([out], "some_rule"):
+            raise RuntimeError("the work failed")
+    assert not provenance.sidecar_path(out).exists()
+
+
+def test_unrecorded_names_present_files_without_a_record(tmp_path):
+    made, copied, absent = tmp_path / "made.txt", tmp_path / "copied.txt", tmp_path / "absent.txt"
+    with provenance.recording([made], "r"):
+        made.write_text("x")
+    copied.write_text("y")
+    assert provenance.unrecorded([made, copied, absent]) == [str(copied)]
+
+
+def test_the_checkout_guard_sees_a_new_file_in_a_workflow_folder(tmp_path):
+    """The guard that fails a test run which writes into the checkout, on a
+    throwaway git repository."""
+    import subprocess
+
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / ".gitignore").write_text("/data/\n")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data/old.log").write_text("old")
+    before = checkout_state(tmp_path)
+    assert before is not None and checkout_changes(before, checkout_state(tmp_path)) == []
+    (tmp_path / "data/new.log").write_text("new")
+    (tmp_path / "stray.txt").write_text("untracked")
+    assert checkout_changes(before, checkout_state(tmp_path)) == ["data/new.log", "stray.txt"]
