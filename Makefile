@@ -1,6 +1,8 @@
-# Quick start (a fresh machine; each command does all its own set-up):
+# Quick start (a fresh machine; each command does all its own set-up; either order):
 #   make test    build the engine, install everything, run every test
-#   make run     the same set-up, then the whole study: snakemake --cores N all
+#   make run     the same set-up, then the whole study: snakemake --cores N all,
+#                then re-hash every artifact of its manifest (dtrlab verify)
+#   make run CONFIG=config/reduced.yaml   a reduced study (small grids) on top of the defaults
 #
 # Set-up = Debian packages that are missing (scripts/setup-system.sh), a venv in
 # .venv, the Rust engine built by maturin, Python dependencies from pyproject.
@@ -10,11 +12,12 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 CORES ?= $(shell nproc)
+CONFIG ?=
 STAMP := $(VENV)/.dtrlab-installed
 SOURCES := $(shell find crates python -type f \( -name '*.rs' -o -name '*.py' -o -name 'Cargo.toml' \) 2>/dev/null) \
 	pyproject.toml Cargo.toml Cargo.lock
 
-.PHONY: setup test test-rust test-python run lint bench clean
+.PHONY: setup test test-rust test-python run verify lint bench clean
 
 $(STAMP): $(SOURCES)
 	./scripts/setup-system.sh
@@ -37,7 +40,11 @@ test-python: setup
 	$(BIN)/python -m pytest
 
 run: setup
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/snakemake --cores $(CORES) all
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/snakemake --cores $(CORES) all $(if $(CONFIG),--configfile "$(CONFIG)")
+	$(BIN)/dtrlab verify
+
+verify: setup
+	$(BIN)/dtrlab verify
 
 lint: setup
 	cargo clippy -p dtr-core -p dtr-py --release -- -D warnings
