@@ -225,3 +225,25 @@ def test_workflow_is_lint_and_format_clean(tmp_path):
         pytest.skip("snakefmt not installed")
     fmt = subprocess.run([snakefmt, "--check", "."], capture_output=True, text=True, cwd=REPO, timeout=300)
     assert fmt.returncode == 0, fmt.stderr
+
+
+def test_configuration_never_reaches_a_shell_unquoted(tmp_path, mirror):
+    """Strings from the configuration (a URL, a folder, a heuristic) are data,
+    not commands; and a results folder with a space works."""
+    work = tmp_path / "work"
+    config = write_reduced_config(
+        work.parent,
+        data_dir="data/$(touch PWNED_data)",
+        results_dir="my results",
+        artifact={"url": "file:///nonexistent/$(touch PWNED_url)/logs.zip"},
+        engine={"heuristic": "DTR'; touch PWNED_heuristic; echo '"},
+    )
+    env = {traces.MIRROR_ENV: mirror}
+    p = snakemake(work, "my results/baselines/resnet32.json", "--configfile", str(config), env=env)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    assert json.loads((work / "my results/baselines/resnet32.json").read_text())["peak"] == 10_061_179_648
+    # The heuristic reaches the engine, which refuses it (the job fails); no shell ran it.
+    p = snakemake(work, "my results/sweeps/resnet32_dtr/chunk-000.parquet", "--configfile", str(config), env=env)
+    assert p.returncode != 0
+    assert "DTR'; touch PWNED_heuristic" in (work / "my results/logs/sweeps/resnet32_dtr/chunk-000.log").read_text()
+    assert not [f for f in tmp_path.rglob("PWNED*")]

@@ -32,8 +32,8 @@ rule atlas_chunk:
         ),
         rule="atlas_chunk",
     shell:
-        "dtrlab task atlas_chunk --in {input.trace} --out {output} --params '{params.spec}' "
-        "--rule {params.rule} > {log} 2>&1"
+        "dtrlab task atlas_chunk --in {input.trace:q} --out {output:q} --params {params.spec:q} "
+        "--rule {params.rule:q} > {log:q} 2>&1"
 
 
 rule atlas_trace:
@@ -57,9 +57,9 @@ rule atlas_trace:
         spec=task_params(forensics=ATLAS["forensics"]),
         rule="atlas_trace",
     shell:
-        "dtrlab task atlas_merge --in {input.trace} {input.chunks} --out {output.atlas} "
-        "{output.classes} {output.classes_csv} {output.holes} {output.holes_csv} "
-        "--params '{params.spec}' --rule {params.rule} > {log} 2>&1"
+        "dtrlab task atlas_merge --in {input.trace:q} {input.chunks:q} --out {output.atlas:q} "
+        "{output.classes:q} {output.classes_csv:q} {output.holes:q} {output.holes_csv:q} "
+        "--params {params.spec:q} --rule {params.rule:q} > {log:q} 2>&1"
 
 
 ATLAS_FILES = expand(
@@ -87,8 +87,8 @@ rule atlas_report:
     params:
         rule="atlas_report",
     shell:
-        "dtrlab task atlas_report --in {input} --out {output.pdf} {output.png} {output.holes} "
-        "{output.tex} --rule {params.rule} > {log} 2>&1"
+        "dtrlab task atlas_report --in {input:q} --out {output.pdf:q} {output.png:q} {output.holes:q} "
+        "{output.tex:q} --rule {params.rule:q} > {log:q} 2>&1"
 
 
 rule atlas:
@@ -122,4 +122,4 @@ rule atlas_manifest:
     params:
         config_sha256=CONFIG_SHA256,
     shell:
-        "dtrlab manifest {input} --out {output} --config-sha256 {params.config_sha256} > {log} 2>&1"
+        "dtrlab manifest {input:q} --out {output:q} --config-sha256 {params.config_sha256} > {log:q} 2>&1"

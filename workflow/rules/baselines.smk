@@ -15,12 +15,12 @@ rule baseline:
     conda:
         ENV
     params:
-        start="--start" if config["engine"]["start"] else "",
+        start=["--start"] if config["engine"]["start"] else [],
         engine=engine_args(),
         rule="baseline",
     shell:
-        "dtrlab baseline {input.trace} {params.start} {params.engine} --out {output} "
-        "--rule {params.rule} > {log} 2>&1"
+        "dtrlab baseline {input.trace:q} {params.start:q} {params.engine:q} --out {output:q} "
+        "--rule {params.rule:q} > {log:q} 2>&1"
 
 
 rule baselines:
@@ -36,8 +36,8 @@ rule baselines:
     params:
         rule="baselines",
     shell:
-        "dtrlab tabulate {input} --parquet {output.parquet} --csv {output.csv} "
-        "--rule {params.rule} > {log} 2>&1"
+        "dtrlab tabulate {input:q} --parquet {output.parquet:q} --csv {output.csv:q} "
+        "--rule {params.rule:q} > {log:q} 2>&1"
 
 
 ARTIFACTS["baselines"] = [

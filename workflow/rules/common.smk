@@ -8,6 +8,7 @@ import yaml
 from dtrlab import config as dtrlab_config
 from dtrlab.grids import chunks, expand_ratios
 from dtrlab.provenance import sidecar_path, unrecorded
+from dtrlab.reference import SIMRD_ENV
 from dtrlab.traces import TRACE_FILES, MIRROR_ENV, default_mirror
 
 with open(workflow.source_path("../schemas/config.schema.yaml")) as _f:
@@ -41,8 +42,14 @@ if MIRROR:
 # The engine every experiment uses: ours, or the reference simulator from a
 # configured checkout (downloaded at the pinned commit when none is given).
 ENGINE = config["engine"]["name"]
-SIMRD = os.environ.get("DTRLAB_SIMRD") or config["simrd"]["path"]
+SIMRD = os.environ.get(SIMRD_ENV) or config["simrd"]["path"]
 SIMRD_FETCHED = "data/simrd"
+
+
+if ENGINE == "simrd":
+    # Jobs find the reference checkout through their environment, as
+    # `dtrlab fetch` finds the mirror (a machine path is no input of the study).
+    os.environ[SIMRD_ENV] = SIMRD or SIMRD_FETCHED
 
 
 def engine_inputs(wildcards):
@@ -51,10 +58,9 @@ def engine_inputs(wildcards):
 
 
 def engine_args():
-    """Command-line options selecting the configured engine."""
-    if ENGINE == "native":
-        return "--engine native"
-    return f"--engine simrd --simrd {SIMRD or SIMRD_FETCHED}"
+    """Command-line options selecting the configured engine (a list, so that
+    `{params.x:q}` quotes each word)."""
+    return ["--engine", ENGINE]
 
 
 def trace_file(key):
@@ -174,11 +180,13 @@ def figure(name):
 # Runs a notebook with papermill (parameters: its named inputs, the figure
 # folder and the rule's name), then renders the executed copy to HTML.
 PAPERMILL = (
-    "papermill {input.notebook} {output.notebook} -k dtrlab "
-    "{params.args} -p out_dir {params.out_dir} -p rule {params.rule} > {log} 2>&1 && "
-    "jupyter nbconvert --to html --log-level WARN {output.notebook} --output-dir {params.html_dir} >> {log} 2>&1"
+    "papermill {input.notebook:q} {output.notebook:q} -k dtrlab "
+    "{params.args:q} -p out_dir {params.out_dir:q} -p rule "
+    "{params.rule:q} > {log:q} 2>&1 && "
+    "jupyter nbconvert --to html --log-level WARN {output.notebook:q} --output-dir {params.html_dir:q} >> {log:q} 2>&1"
 )
 
 
 def papermill_args(**inputs):
-    return " ".join(f"-p {k} {v}" for k, v in inputs.items())
+    """papermill's `-p NAME VALUE` words (a list: `{params.args:q}` quotes each)."""
+    return [word for k, v in inputs.items() for word in ("-p", k, v)]

@@ -24,8 +24,8 @@ rule fetch_traces:
         retries=config["artifact"]["retries"],
         rule="fetch_traces",
     shell:
-        "dtrlab fetch --dest {params.dest} --url {params.url} "
-        "--sha256 {params.sha256} --retries {params.retries} --rule {params.rule} > {log} 2>&1"
+        "dtrlab fetch --dest {params.dest:q} --url {params.url:q} "
+        "--sha256 {params.sha256} --retries {params.retries:q} --rule {params.rule:q} > {log:q} 2>&1"
 
 
 rule fetch_simrd:
@@ -36,7 +36,7 @@ rule fetch_simrd:
     conda:
         ENV
     shell:
-        "dtrlab fetch-simrd --dest {output} > {log} 2>&1"
+        "dtrlab fetch-simrd --dest {output:q} > {log:q} 2>&1"
 
 
 ARTIFACTS["data"] = TRACE_DATA

@@ -19,11 +19,10 @@ rule sweep_chunk:
         spec=lambda wc, threads: task_params(
             points=sweep_chunks(wc.sweep)[int(wc.chunk)], threads=threads
         ),
-        simrd=f"DTRLAB_SIMRD={SIMRD or SIMRD_FETCHED}" if ENGINE == "simrd" else "",
         rule="sweep_chunk",
     shell:
-        "{params.simrd} dtrlab task sweep --in {input.trace} --out {output} "
-        "--params '{params.spec}' --rule {params.rule} > {log} 2>&1"
+        "dtrlab task sweep --in {input.trace:q} --out {output:q} "
+        "--params {params.spec:q} --rule {params.rule:q} > {log:q} 2>&1"
 
 
 rule sweep:
@@ -39,8 +38,8 @@ rule sweep:
     params:
         rule="sweep",
     shell:
-        "dtrlab task concat --in {input} --out {output.parquet} {output.csv} "
-        "--rule {params.rule} > {log} 2>&1"
+        "dtrlab task concat --in {input:q} --out {output.parquet:q} {output.csv:q} "
+        "--rule {params.rule:q} > {log:q} 2>&1"
 
 
 rule c1_regimes:
@@ -61,8 +60,8 @@ rule c1_regimes:
         ),
         rule="c1_regimes",
     shell:
-        "dtrlab task c1_regimes --in {input} --out {output.summary} {output.parquet} "
-        "{output.csv} --params '{params.spec}' --rule {params.rule} > {log} 2>&1"
+        "dtrlab task c1_regimes --in {input:q} --out {output.summary:q} {output.parquet:q} "
+        "{output.csv:q} --params {params.spec:q} --rule {params.rule:q} > {log:q} 2>&1"
 
 
 rule c2_reeviction:
@@ -86,8 +85,8 @@ rule c2_reeviction:
         ),
         rule="c2_reeviction",
     shell:
-        "dtrlab task c2_reeviction --in {input.trace} --out {output.summary} {output.parquet} "
-        "{output.csv} --params '{params.spec}' --rule {params.rule} > {log} 2>&1"
+        "dtrlab task c2_reeviction --in {input.trace:q} --out {output.summary:q} {output.parquet:q} "
+        "{output.csv:q} --params {params.spec:q} --rule {params.rule:q} > {log:q} 2>&1"
 
 
 rule c3_inversions:
@@ -105,8 +104,8 @@ rule c3_inversions:
         spec=task_params(overhead_points=EXP["resnet32_sweep"]["overhead_points"]),
         rule="c3_inversions",
     shell:
-        "dtrlab task c3_inversions --in {input} --out {output.summary} {output.parquet} "
-        "{output.csv} --params '{params.spec}' --rule {params.rule} > {log} 2>&1"
+        "dtrlab task c3_inversions --in {input:q} --out {output.summary:q} {output.parquet:q} "
+        "{output.csv:q} --params {params.spec:q} --rule {params.rule:q} > {log:q} 2>&1"
 
 
 rule c4_forensics:
@@ -127,8 +126,8 @@ rule c4_forensics:
         ),
         rule="c4_forensics",
     shell:
-        "dtrlab task c4_forensics --in {input.trace} --out {output.summary} {output.parquet} "
-        "{output.csv} --params '{params.spec}' --rule {params.rule} > {log} 2>&1"
+        "dtrlab task c4_forensics --in {input.trace:q} --out {output.summary:q} {output.parquet:q} "
+        "{output.csv:q} --params {params.spec:q} --rule {params.rule:q} > {log:q} 2>&1"
 
 
 rule c5_ablation:
@@ -147,8 +146,8 @@ rule c5_ablation:
         spec=task_params(min_factor=EXP["ablation"]["min_factor"]),
         rule="c5_ablation",
     shell:
-        "dtrlab task c5_ablation --in {input.lstm} {input.resnet32} --out {output.summary} "
-        "{output.parquet} {output.csv} --params '{params.spec}' --rule {params.rule} > {log} 2>&1"
+        "dtrlab task c5_ablation --in {input.lstm:q} {input.resnet32} --out {output.summary:q} "
+        "{output.parquet:q} {output.csv:q} --params {params.spec:q} --rule {params.rule:q} > {log:q} 2>&1"
 
 
 rule c6_determinism:
@@ -172,8 +171,8 @@ rule c6_determinism:
         ),
         rule="c6_determinism",
     shell:
-        "dtrlab task c6_determinism --in {input.traces} --out {output.summary} {output.parquet} "
-        "{output.csv} --params '{params.spec}' --rule {params.rule} > {log} 2>&1"
+        "dtrlab task c6_determinism --in {input.traces:q} --out {output.summary:q} {output.parquet:q} "
+        "{output.csv:q} --params {params.spec:q} --rule {params.rule:q} > {log:q} 2>&1"
 
 
 rule claims:
@@ -194,7 +193,7 @@ rule claims:
     params:
         rule="claims",
     shell:
-        "dtrlab task claims --in {input} --out {output} --rule {params.rule} > {log} 2>&1"
+        "dtrlab task claims --in {input:q} --out {output:q} --rule {params.rule:q} > {log:q} 2>&1"
 
 
 rule claims_check:
@@ -212,8 +211,8 @@ rule claims_check:
     params:
         rule="claims_check",
     shell:
-        "dtrlab task claims_check --in {input.claims} {input.published} --out {output.parquet} "
-        "{output.csv} {output.md} --rule {params.rule} > {log} 2>&1"
+        "dtrlab task claims_check --in {input.claims:q} {input.published:q} --out {output.parquet:q} "
+        "{output.csv:q} {output.md:q} --rule {params.rule:q} > {log:q} 2>&1"
 
 
 ARTIFACTS["experiments"] = [

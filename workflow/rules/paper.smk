@@ -142,8 +142,8 @@ rule paper_tables:
         spec=task_params(lstm_points=EXP["lstm_regimes"]["points"]),
         rule="paper_tables",
     shell:
-        "dtrlab task paper_tables --in {input} --out {output} --params '{params.spec}' "
-        "--rule {params.rule} > {log} 2>&1"
+        "dtrlab task paper_tables --in {input:q} --out {output:q} --params {params.spec:q} "
+        "--rule {params.rule:q} > {log:q} 2>&1"
 
 
 rule paper_macros:
@@ -170,8 +170,8 @@ rule paper_macros:
         spec=task_params(baselines=len(TRACES)),
         rule="paper_macros",
     shell:
-        "dtrlab task paper_macros --in {input} --out {output} --params '{params.spec}' "
-        "--rule {params.rule} > {log} 2>&1"
+        "dtrlab task paper_macros --in {input:q} --out {output:q} --params {params.spec:q} "
+        "--rule {params.rule:q} > {log:q} 2>&1"
 
 
 rule paper:
@@ -189,8 +189,8 @@ rule paper:
         spec=task_params(results=RESULTS),
         rule="paper",
     shell:
-        "dtrlab task paper --in {input.main} {input.bib} {input.generated} --out {output} "
-        "--params '{params.spec}' --rule {params.rule} > {log} 2>&1"
+        "dtrlab task paper --in {input.main:q} {input.bib:q} {input.generated:q} --out {output:q} "
+        "--params {params.spec:q} --rule {params.rule:q} > {log:q} 2>&1"
 
 
 # Hashed: figures, tables, macros and the PDF. The executed notebooks carry

@@ -36,5 +36,5 @@ rule manifest:
     params:
         config_sha256=CONFIG_SHA256,
     shell:
-        "dtrlab manifest {input.artifacts} --unhashed {input.notebooks} --out {output} "
-        "--config-sha256 {params.config_sha256} > {log} 2>&1"
+        "dtrlab manifest {input.artifacts:q} --unhashed {input.notebooks:q} --out {output:q} "
+        "--config-sha256 {params.config_sha256} > {log:q} 2>&1"
