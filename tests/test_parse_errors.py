@@ -127,3 +127,15 @@ def test_large_trace_reports_the_first_error_in_file_order(tmp_path):
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(dtrlab.TraceError, match=r"^big.log:35001: unknown instruction"):
         dtrlab.load_trace(path)
+
+
+def test_the_engine_reads_text_or_bytes_and_nothing_else():
+    from dtrlab import _engine
+
+    text = "\n".join(GOOD_HEAD + [call(), mem(), alias()]) + "\n"
+    from_text = _engine.Trace.parse(text, "t.log", False)
+    from_bytes = _engine.Trace.parse(text.encode(), "t.log", False)
+    assert (from_text.n_ops, from_text.n_commands) == (from_bytes.n_ops, from_bytes.n_commands) == (2, 5)
+    assert from_bytes.op_name_of(1) == "op/1" and from_bytes.tensor_name(1) == "b"
+    with pytest.raises(TypeError, match="str or bytes"):
+        _engine.Trace.parse(12, "t.log", False)

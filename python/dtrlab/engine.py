@@ -78,13 +78,9 @@ def load_trace(path: str | os.PathLike, start: bool = False) -> Trace:
     Raises :class:`dtrlab.TraceError` naming the file and line on bad input.
     """
     p = resolve_trace(path)
-    data = p.read_bytes()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = data[: e.start].count(b"\n") + 1
-        raise TraceError(f"{p.name}:{line}: not valid UTF-8 text") from None
-    return Trace(_engine.Trace.parse(text, p.name, start), p, start)
+    # The engine reads the bytes in place (and checks they are UTF-8): no
+    # decoded copy of a large file.
+    return Trace(_engine.Trace.parse(p.read_bytes(), p.name, start), p, start)
 
 
 def _as_trace(trace: Trace | str | os.PathLike, start: bool = False) -> Trace:

@@ -25,7 +25,7 @@ pub use error::{EngineError, TraceError};
 pub use events::{EventKind, EventLog};
 pub use heuristic::{Heuristic, HEURISTIC_NAMES};
 pub use outcome::{Fail, RunResult, RunStatus};
-pub use parse::parse_trace;
+pub use parse::{parse_trace, parse_trace_bytes};
 pub use runtime::{simulate, RunConfig};
 pub use trace::Trace;
 

@@ -6,43 +6,118 @@
 //! here rather than replayed with undefined meaning.
 
 use crate::error::TraceError;
-use crate::trace::{Command, Op, Tensor, TensorId, Trace};
-use rustc_hash::{FxHashMap, FxHashSet};
+use crate::trace::{Command, Csr, Names, Op, Tensor, TensorId, Trace};
+use rustc_hash::FxHashMap;
 use serde::Deserialize;
 use serde_json::Value;
 
 /// Parse the text of a trace. `source` names it in error messages.
+///
+/// Lines are decoded in bounded batches (in parallel for large traces) and
+/// consumed as the schedule is built, so the decoded form of the whole file
+/// never exists at once: memory is the trace's, not a multiple of the file's.
 pub fn parse_trace(source: &str, text: &str, start: bool) -> Result<Trace, TraceError> {
-    let mut lines: Vec<(usize, &str)> = Vec::new();
-    let pieces: Vec<&str> = text.split('\n').collect();
-    for (i, raw) in pieces.iter().enumerate() {
-        let line = raw.strip_suffix('\r').unwrap_or(raw);
-        // A final newline leaves one empty piece behind: that is not a line.
-        if line.is_empty() && i + 1 == pieces.len() {
-            continue;
-        }
-        lines.push((i + 1, line));
-    }
-    let records = read_records(source, &lines)?;
-    let mut first = 0;
+    let mut reader = Reader::new(source, text);
+    let mut i = 0;
     if start {
-        first = records
-            .iter()
-            .position(|r| r.instruction == "ANNOTATE" && r.str_field("ANNOTATION").ok() == Some("START"))
-            .map(|p| p + 1)
-            .ok_or_else(|| TraceError {
-                file: source.to_string(),
-                line: 0,
-                message: "start=True but the trace has no ANNOTATE START marker".into(),
-            })?;
+        loop {
+            reader.fill(i + 1)?;
+            let Some(r) = reader.get(i) else {
+                return Err(TraceError {
+                    file: source.to_string(),
+                    line: 0,
+                    message: "start=True but the trace has no ANNOTATE START marker".into(),
+                });
+            };
+            i += 1;
+            if r.instruction == "ANNOTATE" && r.str_field("ANNOTATION").ok() == Some("START") {
+                break;
+            }
+            reader.consume(i);
+        }
     }
-    let last_line = records.last().map(|r| r.line).unwrap_or(0);
     let mut b = Builder::new(source);
-    let mut i = first;
-    while i < records.len() {
-        i = b.step(&records, i)?;
+    loop {
+        reader.fill(i + 1)?;
+        let Some(r) = reader.get(i) else { break };
+        let needs = r.lines_owned();
+        reader.fill(i + needs)?;
+        i = b.step(&reader, i)?;
+        reader.consume(i);
     }
-    b.finish(last_line)
+    b.finish(reader.last_line)
+}
+
+/// Parse a trace given as bytes: invalid UTF-8 is a `TraceError` naming the line.
+pub fn parse_trace_bytes(source: &str, data: &[u8], start: bool) -> Result<Trace, TraceError> {
+    let text = std::str::from_utf8(data).map_err(|e| TraceError {
+        file: source.to_string(),
+        line: data[..e.valid_up_to()].iter().filter(|&&c| c == b'\n').count() + 1,
+        message: "not valid UTF-8 text".into(),
+    })?;
+    parse_trace(source, text, start)
+}
+
+/// Decoded lines of a trace, a window at a time: `get(k)` is the record of
+/// the `k`-th line (0-based, counting every line) once `fill(k + 1)` ran.
+struct Reader<'a> {
+    source: &'a str,
+    lines: std::iter::Peekable<std::iter::Enumerate<std::str::Split<'a, char>>>,
+    window: std::collections::VecDeque<Record<'a>>,
+    /// Index of `window[0]`.
+    first: usize,
+    /// Line number of the last record decoded.
+    last_line: usize,
+}
+
+impl<'a> Reader<'a> {
+    /// Lines decoded per batch: enough to keep the decoding threads busy,
+    /// few enough that the window stays small.
+    const BATCH: usize = 1 << 14;
+
+    fn new(source: &'a str, text: &'a str) -> Self {
+        Reader {
+            source,
+            lines: text.split('\n').enumerate().peekable(),
+            window: std::collections::VecDeque::new(),
+            first: 0,
+            last_line: 0,
+        }
+    }
+
+    /// Decode lines until `end` records have been read or the text ends.
+    fn fill(&mut self, end: usize) -> Result<(), TraceError> {
+        while self.first + self.window.len() < end {
+            let mut batch: Vec<(usize, &'a str)> = Vec::new();
+            while batch.len() < Self::BATCH {
+                let Some((i, raw)) = self.lines.next() else { break };
+                let line = raw.strip_suffix('\r').unwrap_or(raw);
+                // A final newline leaves one empty piece behind: that is not a line.
+                if line.is_empty() && self.lines.peek().is_none() {
+                    break;
+                }
+                batch.push((i + 1, line));
+            }
+            if batch.is_empty() {
+                return Ok(());
+            }
+            self.last_line = batch[batch.len() - 1].0;
+            self.window.extend(read_records(self.source, &batch)?);
+        }
+        Ok(())
+    }
+
+    fn get(&self, k: usize) -> Option<&Record<'a>> {
+        k.checked_sub(self.first).and_then(|j| self.window.get(j))
+    }
+
+    /// Records before `k` are no longer needed.
+    fn consume(&mut self, k: usize) {
+        while self.first < k && !self.window.is_empty() {
+            self.window.pop_front();
+            self.first += 1;
+        }
+    }
 }
 
 /// The fields of a trace line (any other key is ignored). Decoding into a
@@ -93,19 +168,19 @@ impl Fields {
     }
 }
 
-/// Decode every line, on a few threads for large traces (lines are
+/// Decode a batch of lines, on a few threads when it is large (lines are
 /// independent); the first error in file order is reported.
-fn read_records(source: &str, lines: &[(usize, &str)]) -> Result<Vec<Record>, TraceError> {
+fn read_records<'a>(source: &'a str, lines: &[(usize, &'a str)]) -> Result<Vec<Record<'a>>, TraceError> {
     const PER_THREAD: usize = 8192;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(lines.len() / PER_THREAD).max(1);
-    let decode = |part: &[(usize, &str)]| -> Result<Vec<Record>, TraceError> {
+    let decode = |part: &[(usize, &'a str)]| -> Result<Vec<Record<'a>>, TraceError> {
         part.iter().map(|&(no, line)| Record::read(source, no, line)).collect()
     };
     if threads == 1 {
         return decode(lines);
     }
     let size = lines.len().div_ceil(threads);
-    let parts: Vec<Result<Vec<Record>, TraceError>> = std::thread::scope(|scope| {
+    let parts: Vec<Result<Vec<Record<'a>>, TraceError>> = std::thread::scope(|scope| {
         let handles: Vec<_> = lines.chunks(size).map(|part| scope.spawn(move || decode(part))).collect();
         handles.into_iter().map(|h| h.join().expect("a trace-decoding thread panicked")).collect()
     });
@@ -117,15 +192,15 @@ fn read_records(source: &str, lines: &[(usize, &str)]) -> Result<Vec<Record>, Tr
 }
 
 /// One JSON line with its instruction.
-struct Record {
+struct Record<'a> {
     line: usize,
     instruction: String,
     fields: Fields,
-    source: String,
+    source: &'a str,
 }
 
-impl Record {
-    fn read(source: &str, line: usize, text: &str) -> Result<Record, TraceError> {
+impl<'a> Record<'a> {
+    fn read(source: &'a str, line: usize, text: &str) -> Result<Record<'a>, TraceError> {
         let err = |m: String| TraceError { file: source.to_string(), line, message: m };
         if text.trim().is_empty() {
             return Err(err("empty line".into()));
@@ -156,11 +231,25 @@ impl Record {
         if !KNOWN.contains(&instruction.as_str()) {
             return Err(err(format!("unknown instruction {instruction:?}")));
         }
-        Ok(Record { line, instruction, fields, source: source.to_string() })
+        Ok(Record { line, instruction, fields, source })
+    }
+
+    /// How many lines, this one included, the instruction takes (a CALL's
+    /// MEMORY and ALIAS lines, a CONSTANT's MEMORY line); a bad RESULT is
+    /// reported by the step that reads it.
+    fn lines_owned(&self) -> usize {
+        match self.instruction.as_str() {
+            "CONSTANT" => 2,
+            "CALL" => match self.fields.get("RESULT") {
+                Some(Value::Array(results)) => 1 + 2 * results.len(),
+                _ => 1,
+            },
+            _ => 1,
+        }
     }
 
     fn error(&self, message: impl Into<String>) -> TraceError {
-        TraceError { file: self.source.clone(), line: self.line, message: message.into() }
+        TraceError { file: self.source.to_string(), line: self.line, message: message.into() }
     }
 
     fn field(&self, key: &str) -> Result<&Value, TraceError> {
@@ -229,18 +318,28 @@ impl Record {
 struct Builder {
     source: String,
     ops: Vec<Op>,
+    op_kinds: Vec<String>,
+    op_kind_ids: FxHashMap<String, u32>,
     tensors: Vec<Tensor>,
-    op_inputs: Vec<Vec<TensorId>>,
+    tensor_names: Names,
+    op_inputs: Csr,
     schedule: Vec<Command>,
     schedule_lines: Vec<usize>,
-    /// Trace name -> tensor it currently refers to.
-    names: FxHashMap<String, TensorId>,
-    /// Names in the order they were first mapped (re-mapping keeps the place).
-    name_order: Vec<String>,
-    /// Every tensor name ever created (names must be unique, as in the reference).
-    created_names: FxHashSet<String>,
+    /// Every name of the trace, once: whether a tensor was created under it
+    /// (names must be unique, as in the reference) and its slot in `mapped`.
+    names: FxHashMap<Box<str>, NameEntry>,
+    /// Tensor each mapped name refers to now, in the order the names were
+    /// first mapped (re-mapping a name keeps its place).
+    mapped: Vec<TensorId>,
     refs: Vec<i64>,
     backward: bool,
+}
+
+#[derive(Clone, Copy)]
+struct NameEntry {
+    created: bool,
+    /// Index in `Builder::mapped`, if the name was ever mapped.
+    slot: Option<u32>,
 }
 
 impl Builder {
@@ -248,13 +347,15 @@ impl Builder {
         Builder {
             source: source.to_string(),
             ops: Vec::new(),
+            op_kinds: Vec::new(),
+            op_kind_ids: FxHashMap::default(),
             tensors: Vec::new(),
-            op_inputs: Vec::new(),
+            tensor_names: Names::default(),
+            op_inputs: Csr::new(),
             schedule: Vec::new(),
             schedule_lines: Vec::new(),
             names: FxHashMap::default(),
-            name_order: Vec::new(),
-            created_names: FxHashSet::default(),
+            mapped: Vec::new(),
             refs: Vec::new(),
             backward: false,
         }
@@ -265,17 +366,42 @@ impl Builder {
         self.schedule_lines.push(line);
     }
 
+    fn entry(&mut self, name: &str) -> &mut NameEntry {
+        if !self.names.contains_key(name) {
+            self.names.insert(name.into(), NameEntry { created: false, slot: None });
+        }
+        self.names.get_mut(name).expect("just inserted")
+    }
+
     fn map_name(&mut self, name: &str, t: TensorId) {
-        if self.names.insert(name.to_string(), t).is_none() {
-            self.name_order.push(name.to_string());
+        let next = self.mapped.len() as u32;
+        let e = self.entry(name);
+        match e.slot {
+            Some(slot) => self.mapped[slot as usize] = t,
+            None => {
+                e.slot = Some(next);
+                self.mapped.push(t);
+            }
         }
     }
 
+    /// The tensor a name refers to now, if it is mapped.
+    fn current(&self, name: &str) -> Option<TensorId> {
+        self.names.get(name).and_then(|e| e.slot).map(|slot| self.mapped[slot as usize])
+    }
+
     fn lookup(&self, r: &Record, name: &str) -> Result<TensorId, TraceError> {
-        self.names
-            .get(name)
-            .copied()
-            .ok_or_else(|| r.error(format!("unknown tensor name {name:?}")))
+        self.current(name).ok_or_else(|| r.error(format!("unknown tensor name {name:?}")))
+    }
+
+    fn kind_of(&mut self, name: &str) -> u32 {
+        if let Some(&k) = self.op_kind_ids.get(name) {
+            return k;
+        }
+        let k = self.op_kinds.len() as u32;
+        self.op_kinds.push(name.to_string());
+        self.op_kind_ids.insert(name.to_string(), k);
+        k
     }
 
     /// Create an operator and its outputs. `outputs` = (name, size, alias index).
@@ -292,9 +418,12 @@ impl Builder {
         let first = self.tensors.len() as TensorId;
         let mut total = 0u64;
         for (k, (out_name, size, alias)) in outputs.iter().enumerate() {
-            if !self.created_names.insert(out_name.clone()) {
+            let e = self.entry(out_name);
+            if e.created {
                 return Err(r.error(format!("tensor name {out_name:?} is defined twice")));
             }
+            e.created = true;
+            self.tensor_names.push(out_name);
             let id = first + k as TensorId;
             let storage = if *alias >= 0 {
                 self.tensors[inputs[*alias as usize] as usize].storage
@@ -305,11 +434,12 @@ impl Builder {
             total = total
                 .checked_add(size)
                 .ok_or_else(|| r.error("operator output sizes overflow 64 bits"))?;
-            self.tensors.push(Tensor { op: op_id, index: k as u32, size, storage, name: out_name.clone() });
+            self.tensors.push(Tensor { op: op_id, index: k as u32, size, storage });
             self.refs.push(1);
         }
+        let kind = self.kind_of(name);
         self.ops.push(Op {
-            name: format!("{name}/{op_id}"),
+            kind,
             cost,
             first_output: first,
             n_outputs: outputs.len() as u32,
@@ -318,13 +448,13 @@ impl Builder {
             backward: self.backward,
             line: r.line,
         });
-        self.op_inputs.push(inputs);
+        self.op_inputs.push_list(&inputs);
         Ok((first..first + outputs.len() as TensorId).collect())
     }
 
     /// Handle the record at `i` (and the lines it owns); return the next index.
-    fn step(&mut self, recs: &[Record], i: usize) -> Result<usize, TraceError> {
-        let r = &recs[i];
+    fn step(&mut self, recs: &Reader, i: usize) -> Result<usize, TraceError> {
+        let r = recs.get(i).expect("the reader holds the current line");
         let next_of = |what: &str, name: &str, k: usize| -> Result<&Record, TraceError> {
             let m = recs.get(k).ok_or_else(|| {
                 r.error(format!("file ends before the {what} line of {name:?}"))
@@ -386,7 +516,7 @@ impl Builder {
                     self.backward = true;
                 }
                 for res in &results {
-                    if self.names.contains_key(*res) {
+                    if self.current(res).is_some() {
                         return Err(r.error(format!("result {res:?} is already a live name")));
                     }
                 }
@@ -409,9 +539,8 @@ impl Builder {
                     let t = *inputs.get(m as usize).ok_or_else(|| {
                         r.error(format!("MUTATE index {m} is out of range for {} arguments", inputs.len()))
                     })?;
-                    let tensor = &self.tensors[t as usize];
-                    let size = self.tensors[tensor.storage as usize].size;
-                    outputs.push((format!("{}$", tensor.name), size, -1));
+                    let size = self.tensors[self.tensors[t as usize].storage as usize].size;
+                    outputs.push((format!("{}$", self.tensor_names.get(t as usize)), size, -1));
                 }
                 if op_name.contains("backward") {
                     self.backward = true;
@@ -421,7 +550,7 @@ impl Builder {
                 self.push(Command::Compute(op), r.line);
                 for (k, &m) in mutated.iter().enumerate() {
                     let arg = args[m as usize];
-                    let old = self.names[arg];
+                    let old = self.current(arg).expect("an argument name is mapped");
                     self.map_name(arg, outs[k]);
                     self.refs[old as usize] -= 1;
                     self.push(Command::Release(old), r.line);
@@ -431,7 +560,7 @@ impl Builder {
             "COPY" => {
                 let dst = r.str_field("DST")?;
                 let src = self.lookup(r, r.str_field("SRC")?)?;
-                if self.names.contains_key(dst) {
+                if self.current(dst).is_some() {
                     return Err(r.error(format!("COPY destination {dst:?} is already a live name")));
                 }
                 self.map_name(dst, src);
@@ -453,7 +582,7 @@ impl Builder {
             "RELEASE" => {
                 let name = r.str_field("NAME")?;
                 // Releasing a name that was never defined is ignored, as in the reference.
-                if let Some(&t) = self.names.get(name) {
+                if let Some(t) = self.current(name) {
                     self.refs[t as usize] -= 1;
                     self.push(Command::Release(t), r.line);
                 }
@@ -475,13 +604,91 @@ impl Builder {
 
     /// Outputs still referenced at the end are materialized and pinned.
     fn finish(mut self, last_line: usize) -> Result<Trace, TraceError> {
-        let order = std::mem::take(&mut self.name_order);
-        for name in &order {
-            let t = self.names[name];
+        let mapped = std::mem::take(&mut self.mapped);
+        drop(std::mem::take(&mut self.names));
+        for t in mapped {
             if self.refs[t as usize] > 0 {
                 self.push(Command::Get { tensor: t, pin: true }, last_line);
             }
         }
-        Ok(Trace::new(self.source, self.ops, self.tensors, self.op_inputs, self.schedule, self.schedule_lines))
+        Ok(Trace::new(
+            self.source,
+            self.ops,
+            self.op_kinds,
+            self.tensors,
+            self.tensor_names,
+            self.op_inputs,
+            self.schedule,
+            self.schedule_lines,
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `n` lines the parser reads and ignores (releases of unknown names).
+    fn filler(n: usize) -> String {
+        (0..n).map(|i| format!("{{\"INSTRUCTION\":\"RELEASE\",\"NAME\":\"none{i}\"}}\n")).collect()
+    }
+
+    fn call_with_three_results() -> String {
+        let mut s = String::from("{\"INSTRUCTION\":\"CONSTANT\",\"NAME\":\"x\"}\n");
+        s += "{\"INSTRUCTION\":\"MEMORY\",\"NAME\":\"x\",\"MEMORY\":\"8\"}\n";
+        s += "{\"INSTRUCTION\":\"CALL\",\"NAME\":\"f\",\"ARGS\":[\"x\"],\"RESULT\":[\"a\",\"b\",\"c\"],\"TIME\":3}\n";
+        for r in ["a", "b", "c"] {
+            s += &format!("{{\"INSTRUCTION\":\"MEMORY\",\"NAME\":\"{r}\",\"MEMORY\":\"4\"}}\n");
+            s += &format!("{{\"INSTRUCTION\":\"ALIAS\",\"NAME\":\"{r}\",\"ALIAS\":\"-1\"}}\n");
+        }
+        s
+    }
+
+    #[test]
+    fn an_instruction_may_straddle_decoding_batches() {
+        // Every split of the CALL and its six lines across a batch boundary.
+        for before in Reader::BATCH - 8..=Reader::BATCH {
+            let text = filler(before) + &call_with_three_results();
+            let t = parse_trace("t.log", &text, false).unwrap();
+            assert_eq!(t.tensors.len(), 4, "split after {before} lines");
+            assert_eq!(t.op_name(1), "f/1");
+            assert_eq!((t.tensor_name(1), t.tensor_name(3)), ("a", "c"));
+            assert_eq!(t.ops[1].total_size, 12);
+        }
+    }
+
+    #[test]
+    fn errors_past_a_batch_name_their_line() {
+        let text = filler(Reader::BATCH + 10) + "{\"INSTRUCTION\":\"RELEASE\"}\n";
+        let e = parse_trace("t.log", &text, false).unwrap_err();
+        assert_eq!((e.line, e.message.as_str()), (Reader::BATCH + 11, "RELEASE is missing field NAME"));
+        let truncated = filler(Reader::BATCH - 2) + &call_with_three_results()[..200];
+        let e = parse_trace("t.log", &truncated, false).unwrap_err();
+        assert!(e.line >= Reader::BATCH, "{e}");
+    }
+
+    #[test]
+    fn bytes_are_checked_for_utf8_with_the_line() {
+        let mut data = call_with_three_results().into_bytes();
+        data.extend_from_slice(b"{\"INSTRUCTION\":\"RELEASE\",\"NAME\":\"\xff\"}\n");
+        let e = parse_trace_bytes("t.log", &data, false).unwrap_err();
+        assert_eq!((e.line, e.message.as_str()), (10, "not valid UTF-8 text"));
+        let ok = parse_trace_bytes("t.log", call_with_three_results().as_bytes(), false).unwrap();
+        assert_eq!(ok.schedule, parse_trace("t.log", &call_with_three_results(), false).unwrap().schedule);
+    }
+
+    #[test]
+    fn a_name_reused_after_a_copy_is_a_new_tensor_but_not_twice() {
+        // COPY names `d` without creating a tensor: a later CONSTANT may take
+        // the name (as in the reference), but no tensor name is created twice.
+        let mut s = call_with_three_results();
+        s += "{\"INSTRUCTION\":\"COPY\",\"DST\":\"d\",\"SRC\":\"a\"}\n";
+        s += "{\"INSTRUCTION\":\"CONSTANT\",\"NAME\":\"d\"}\n{\"INSTRUCTION\":\"MEMORY\",\"NAME\":\"d\",\"MEMORY\":\"1\"}\n";
+        let t = parse_trace("t.log", &s, false).unwrap();
+        assert_eq!(t.tensor_name(4), "d");
+        s += "{\"INSTRUCTION\":\"CONSTANT\",\"NAME\":\"d\"}\n{\"INSTRUCTION\":\"MEMORY\",\"NAME\":\"d\",\"MEMORY\":\"1\"}\n";
+        let e = parse_trace("t.log", &s, false).unwrap_err();
+        assert_eq!(e.line, 13);
+        assert!(e.message.contains("defined twice"), "{e}");
     }
 }

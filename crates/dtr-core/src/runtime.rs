@@ -213,7 +213,7 @@ impl<'a> Replay<'a> {
     }
 
     fn tensor_name(&self, t: TensorId) -> &str {
-        &self.trace.tensors[t as usize].name
+        self.trace.tensor_name(t)
     }
 
     #[inline]

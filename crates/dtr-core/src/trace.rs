@@ -12,8 +12,9 @@ pub type OpId = u32;
 /// One operator of the trace (constants included).
 #[derive(Debug, Clone)]
 pub struct Op {
-    /// Unique name `"<op name>/<k>"`, `k` counting every operator created so far.
-    pub name: String,
+    /// Its name in the trace, as an index into `Trace::op_kinds` (the unique
+    /// name `"<op name>/<k>"` is `Trace::op_name`).
+    pub kind: u32,
     pub cost: u64,
     /// Outputs are the tensors `first_output .. first_output + n_outputs`.
     pub first_output: TensorId,
@@ -37,8 +38,35 @@ pub struct Tensor {
     pub size: u64,
     /// Root tensor id of the storage this tensor lives in.
     pub storage: TensorId,
-    /// Name in the trace (mutation outputs get the mutated name plus `$`).
-    pub name: String,
+}
+
+/// Strings stored end to end: item `i` is `text[ends[i - 1]..ends[i]]`. One
+/// allocation for all tensor names instead of one per tensor.
+#[derive(Debug, Clone, Default)]
+pub struct Names {
+    text: String,
+    ends: Vec<usize>,
+}
+
+impl Names {
+    pub fn push(&mut self, name: &str) {
+        self.text.push_str(name);
+        self.ends.push(self.text.len());
+    }
+
+    #[inline]
+    pub fn get(&self, i: usize) -> &str {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.text[start..self.ends[i]]
+    }
+
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
 }
 
 /// A command of the replay schedule.
@@ -60,15 +88,43 @@ pub struct Csr {
 }
 
 impl Csr {
-    pub fn from_lists(lists: Vec<Vec<TensorId>>) -> Self {
-        let mut offsets = Vec::with_capacity(lists.len() + 1);
-        let mut items = Vec::new();
-        offsets.push(0);
-        for l in lists {
-            items.extend_from_slice(&l);
-            offsets.push(items.len() as u32);
+    /// An empty list of lists, to be filled with `push_list` in order.
+    pub fn new() -> Self {
+        Csr { offsets: vec![0], items: Vec::new() }
+    }
+
+    /// Append the next list.
+    pub fn push_list(&mut self, list: &[TensorId]) {
+        self.items.extend_from_slice(list);
+        self.offsets.push(self.items.len() as u32);
+    }
+
+    /// `n` lists from `(list, item)` pairs, each list's items in pair order
+    /// (a counting sort: no per-list vectors).
+    fn from_pairs(n: usize, pairs: impl Iterator<Item = (u32, TensorId)> + Clone) -> Self {
+        let mut offsets = vec![0u32; n + 1];
+        for (l, _) in pairs.clone() {
+            offsets[l as usize + 1] += 1;
+        }
+        for i in 0..n {
+            offsets[i + 1] += offsets[i];
+        }
+        let mut next = offsets.clone();
+        let mut items = vec![0; offsets[n] as usize];
+        for (l, x) in pairs {
+            items[next[l as usize] as usize] = x;
+            next[l as usize] += 1;
         }
         Csr { offsets, items }
+    }
+
+    /// Number of lists.
+    pub fn len(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     #[inline]
@@ -84,7 +140,12 @@ pub struct Trace {
     /// File name (for messages; never an absolute path in results).
     pub source: String,
     pub ops: Vec<Op>,
+    /// Distinct operator names of the trace (`Op::kind` indexes them).
+    pub op_kinds: Vec<String>,
     pub tensors: Vec<Tensor>,
+    /// Name in the trace of every tensor (mutation outputs get the mutated
+    /// name plus `$`), by tensor id.
+    pub tensor_names: Names,
     /// Operator inputs (tensor ids, duplicates kept, in argument order).
     pub op_inputs: Csr,
     pub schedule: Vec<Command>,
@@ -135,45 +196,37 @@ impl StorageLinks {
 
 impl Trace {
     /// Assemble a trace and derive its adjacency.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         source: String,
         ops: Vec<Op>,
+        op_kinds: Vec<String>,
         tensors: Vec<Tensor>,
-        op_inputs: Vec<Vec<TensorId>>,
+        tensor_names: Names,
+        op_inputs: Csr,
         schedule: Vec<Command>,
         schedule_lines: Vec<usize>,
     ) -> Self {
         let n = tensors.len();
-        let mut children: Vec<Vec<TensorId>> = vec![Vec::new(); n];
-        for (o, inputs) in op_inputs.iter().enumerate() {
-            let op = &ops[o];
-            for &p in inputs {
-                for k in 0..op.n_outputs {
-                    children[p as usize].push(op.first_output + k);
-                }
-            }
-        }
-        let mut storage_tensors: Vec<Vec<TensorId>> = vec![Vec::new(); n];
-        for (id, t) in tensors.iter().enumerate() {
-            storage_tensors[t.storage as usize].push(id as TensorId);
-        }
+        let outputs_of = |o: usize| ops[o].first_output..ops[o].first_output + ops[o].n_outputs;
+        // Every (input, output) pair of every operator, in creation order.
+        let uses = (0..ops.len()).flat_map(|o| {
+            op_inputs.get(o as u32).iter().flat_map(move |&p| outputs_of(o).map(move |u| (p, u)))
+        });
+        let children = Csr::from_pairs(n, uses.clone());
+        let storage_tensors = Csr::from_pairs(n, tensors.iter().enumerate().map(|(id, t)| (t.storage, id as TensorId)));
         // Constants are pinned as soon as they exist and never evicted: a link
         // to one could only add a resident, never-evicted storage to a frontier,
         // which no region, score or equivalence class ever uses. Leave them out.
         let constant = |s: TensorId| ops[tensors[s as usize].op as usize].is_constant;
         let mut fwd_pairs = Vec::new();
         let mut rev_pairs = Vec::new();
-        for (o, inputs) in op_inputs.iter().enumerate() {
-            let op = &ops[o];
-            for u in op.first_output..op.first_output + op.n_outputs {
-                let su = tensors[u as usize].storage;
-                for &p in inputs {
-                    let sp = tensors[p as usize].storage;
-                    if sp != su && !constant(sp) && !constant(su) {
-                        fwd_pairs.push((sp, u, su));
-                        rev_pairs.push((su, u, sp));
-                    }
-                }
+        for (p, u) in uses {
+            let su = tensors[u as usize].storage;
+            let sp = tensors[p as usize].storage;
+            if sp != su && !constant(sp) && !constant(su) {
+                fwd_pairs.push((sp, u, su));
+                rev_pairs.push((su, u, sp));
             }
         }
         Trace {
@@ -181,13 +234,26 @@ impl Trace {
             storage_rev: StorageLinks::build(n, rev_pairs),
             source,
             ops,
+            op_kinds,
             tensors,
-            op_inputs: Csr::from_lists(op_inputs),
+            tensor_names,
+            op_inputs,
             schedule,
             schedule_lines,
-            children: Csr::from_lists(children),
-            storage_tensors: Csr::from_lists(storage_tensors),
+            children,
+            storage_tensors,
         }
+    }
+
+    /// Name in the trace of tensor `t`.
+    #[inline]
+    pub fn tensor_name(&self, t: TensorId) -> &str {
+        self.tensor_names.get(t as usize)
+    }
+
+    /// Unique name `"<op name>/<k>"` of operator `op` (`k` = its index).
+    pub fn op_name(&self, op: OpId) -> String {
+        format!("{}/{}", self.op_kinds[self.ops[op as usize].kind as usize], op)
     }
 
     /// Inputs of the operator that produced tensor `t`.

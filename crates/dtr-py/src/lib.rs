@@ -6,9 +6,9 @@
 
 use dtr_core as core;
 use pyo3::create_exception;
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, OnceLock};
 
@@ -59,11 +59,21 @@ impl Trace {
 
 #[pymethods]
 impl Trace {
-    /// Parse trace text; `source` names it in error messages.
+    /// Parse a trace given as text (`str`) or as the file's bytes (`bytes`,
+    /// read without a copy; invalid UTF-8 is a `TraceError` naming the line);
+    /// `source` names it in error messages.
     #[staticmethod]
     #[pyo3(signature = (text, source, start=false))]
-    fn parse(py: Python<'_>, text: String, source: String, start: bool) -> PyResult<Self> {
-        let trace = guarded(py, move || core::parse_trace(&source, &text, start).map_err(Into::into))?;
+    fn parse(py: Python<'_>, text: &Bound<'_, PyAny>, source: String, start: bool) -> PyResult<Self> {
+        let trace = if let Ok(b) = text.downcast::<PyBytes>() {
+            let data = b.as_bytes();
+            guarded(py, move || core::parse_trace_bytes(&source, data, start).map_err(Into::into))?
+        } else if let Ok(s) = text.downcast::<PyString>() {
+            let s = s.to_str()?;
+            guarded(py, move || core::parse_trace(&source, s, start).map_err(Into::into))?
+        } else {
+            return Err(PyTypeError::new_err("a trace is given as str or bytes"));
+        };
         Ok(Trace { inner: Arc::new(trace), baseline: OnceLock::new() })
     }
 
@@ -89,11 +99,11 @@ impl Trace {
 
     /// Name in the trace of tensor `tensor_id`.
     fn tensor_name(&self, tensor_id: usize) -> PyResult<String> {
-        self.inner
-            .tensors
-            .get(tensor_id)
-            .map(|t| t.name.clone())
-            .ok_or_else(|| PyValueError::new_err(format!("no tensor {tensor_id}")))
+        if tensor_id < self.inner.tensors.len() {
+            Ok(self.inner.tensor_name(tensor_id as u32).to_string())
+        } else {
+            Err(PyValueError::new_err(format!("no tensor {tensor_id}")))
+        }
     }
 
     /// Storage (root tensor id) of tensor `tensor_id`.
@@ -110,7 +120,7 @@ impl Trace {
         self.inner
             .tensors
             .get(tensor_id)
-            .map(|t| self.inner.ops[t.op as usize].name.clone())
+            .map(|t| self.inner.op_name(t.op))
             .ok_or_else(|| PyValueError::new_err(format!("no tensor {tensor_id}")))
     }
 
@@ -206,8 +216,8 @@ fn result_dict<'py>(py: Python<'py>, r: &core::RunResult, trace: &core::Trace) -
             fd.set_item("tensor_name", &f.tensor_name)?;
             let computing = &trace.tensors[f.computing as usize];
             fd.set_item("computing_tensor_id", f.computing)?;
-            fd.set_item("computing_tensor_name", &computing.name)?;
-            fd.set_item("computing_op_name", &trace.ops[computing.op as usize].name)?;
+            fd.set_item("computing_tensor_name", trace.tensor_name(f.computing))?;
+            fd.set_item("computing_op_name", trace.op_name(computing.op))?;
             fd.set_item("held", f.held.clone())?;
             d.set_item("fail", fd)?;
         }
