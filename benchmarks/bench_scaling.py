@@ -1,0 +1,297 @@
+"""Scaling benchmark: how the engine's time and peak memory grow with the work.
+
+Two axes, each point measured in a fresh subprocess (its peak RSS is its own)
+under a time limit:
+
+- **chain depth**: a synthetic trace x0 -> x1 -> ... -> xn whose tensors are
+  all released (evicted eagerly) before `y = g(xn)` needs the whole chain
+  again, n levels deep, at the tightest budget that lets it finish. Parse time,
+  replay time (DTR, and LRU which keeps no evicted-neighbourhood regions) and
+  peak RSS, for n = 1k ... 10^6;
+- **evictions**: every public trace replayed with DTR (cap 60) at a spread of
+  budget ratios; replay time against the number of evictions.
+
+Native replay times are the minimum of ``--repeat`` replays (3) in that
+subprocess. Each axis gets a log-log least-squares slope (1 = linear). With ``DTRLAB_SIMRD``
+set, the reference simulator runs the same points where it finishes within the
+time limit, side by side.
+
+    python benchmarks/bench_scaling.py                      # everything
+    python benchmarks/bench_scaling.py --axis chain --max-depth 100000
+    python benchmarks/bench_scaling.py --limit 600          # seconds per point
+
+Writes benchmarks/out/scaling.{json,md,png}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+DEPTHS = [1_000, 3_000, 10_000, 30_000, 100_000, 300_000, 1_000_000]
+RATIOS = [0.10, 0.15, 0.20, 0.25, 0.30, 0.50]
+TRACES = ["densenet", "inception", "lstm", "resnet32", "transformer", "treelstm", "unet", "unroll_gan"]
+# Constants (x0: 8 B, w: 150 B) plus two chain tensors of 100 B: the whole
+# chain is walked with two tensors resident.
+CHAIN_BUDGET = 158 + 200
+
+# Runs inside the measuring subprocess: parse, then replay each request.
+CHILD = r"""
+import json, resource, sys, time
+engine, path, runs, repeat = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), int(sys.argv[4])
+out = {"runs": []}
+if engine == "native":
+    import dtrlab
+    t0 = time.perf_counter()
+    trace = dtrlab.load_trace(path)
+    out["parse_s"] = time.perf_counter() - t0
+    for run in runs:
+        cap = run.pop("cap", 60.0)
+        best = float("inf")
+        for _ in range(repeat):  # the minimum of `repeat` replays
+            t0 = time.perf_counter()
+            r = dtrlab.simulate(trace, cap=cap, **run)
+            best = min(best, time.perf_counter() - t0)
+        out["runs"].append({"seconds": best, "status": r.status, "evictions": r.evictions})
+else:
+    from dtrlab import reference  # runs simrd in a thread with a deep stack
+    base = reference.baseline(path)
+    for run in runs:
+        t0 = time.perf_counter()
+        r = reference.simulate(path, baseline_figures=base, **run)
+        out["runs"].append({"seconds": time.perf_counter() - t0, "status": r["status"],
+                            "evictions": r["evictions"]})
+out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps(out))
+"""
+
+
+def log(msg: str) -> None:
+    print(f"[scaling] {msg}", file=sys.stderr, flush=True)
+
+
+#: Native replays per point (the minimum is reported); simrd runs once.
+REPEAT = 3
+
+
+def measure(engine: str, path: Path, runs: list[dict], limit: float) -> dict | None:
+    """One subprocess; None if it did not finish within ``limit`` seconds."""
+    try:
+        p = subprocess.run([sys.executable, "-c", CHILD, engine, str(path), json.dumps(runs), str(REPEAT)],
+                           capture_output=True, text=True, timeout=limit)
+    except subprocess.TimeoutExpired:
+        return None
+    if p.returncode != 0:
+        return {"error": p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"exit {p.returncode}"}
+    return json.loads(p.stdout)
+
+
+def write_chain(n: int, path: Path) -> None:
+    """The chain trace of depth ``n`` (as in tests/test_robustness.py)."""
+    with open(path, "w") as f:
+        w = f.write
+        w('{"INSTRUCTION":"CONSTANT","NAME":"x0"}\n{"INSTRUCTION":"MEMORY","NAME":"x0","MEMORY":"8"}\n')
+        for i in range(1, n + 1):
+            w(f'{{"INSTRUCTION":"CALL","NAME":"f","ARGS":["x{i - 1}"],"RESULT":["x{i}"],"TIME":1}}\n'
+              f'{{"INSTRUCTION":"MEMORY","NAME":"x{i}","MEMORY":"100"}}\n'
+              f'{{"INSTRUCTION":"ALIAS","NAME":"x{i}","ALIAS":"-1"}}\n')
+            if i > 1:
+                w(f'{{"INSTRUCTION":"RELEASE","NAME":"x{i - 1}"}}\n')
+        w(f'{{"INSTRUCTION":"RELEASE","NAME":"x{n}"}}\n')
+        w('{"INSTRUCTION":"CONSTANT","NAME":"w"}\n{"INSTRUCTION":"MEMORY","NAME":"w","MEMORY":"150"}\n')
+        w(f'{{"INSTRUCTION":"CALL","NAME":"g","ARGS":["x{n}"],"RESULT":["y"],"TIME":1}}\n')
+        w('{"INSTRUCTION":"MEMORY","NAME":"y","MEMORY":"100"}\n{"INSTRUCTION":"ALIAS","NAME":"y","ALIAS":"-1"}\n')
+
+
+def slope(xs: list[float], ys: list[float]) -> float | None:
+    """Least-squares slope of log y against log x (None with < 2 points)."""
+    pts = [(math.log(x), math.log(y)) for x, y in zip(xs, ys) if x > 0 and y > 0]
+    if len(pts) < 2:
+        return None
+    mx = sum(p[0] for p in pts) / len(pts)
+    my = sum(p[1] for p in pts) / len(pts)
+    sxx = sum((p[0] - mx) ** 2 for p in pts)
+    return sum((p[0] - mx) * (p[1] - my) for p in pts) / sxx if sxx else None
+
+
+def chain_axis(depths: list[int], limit: float, with_ref: bool, ref_max_depth: int, work: Path) -> list[dict]:
+    rows = []
+    for n in depths:
+        path = work / f"chain-{n}.log"
+        write_chain(n, path)
+        size_mb = path.stat().st_size / 2**20
+        for heuristic in ("DTR", "LRU"):
+            log(f"chain {n:,} ({size_mb:.0f} MB) {heuristic}: native ...")
+            m = measure("native", path, [{"budget": CHAIN_BUDGET, "cap": None, "heuristic": heuristic}], limit)
+            row = {"depth": n, "file_mb": round(size_mb, 1), "heuristic": heuristic, "engine": "native"}
+            row.update(result_fields(m))
+            rows.append(row)
+            log(json.dumps(row))
+            if with_ref and n <= ref_max_depth:
+                log(f"chain {n:,} {heuristic}: simrd ...")
+                m = measure("simrd", path, [{"budget": CHAIN_BUDGET, "cap": None, "heuristic": heuristic}], limit)
+                ref = {"depth": n, "file_mb": round(size_mb, 1), "heuristic": heuristic, "engine": "simrd"}
+                ref.update(result_fields(m))
+                rows.append(ref)
+                log(json.dumps(ref))
+        path.unlink()
+    return rows
+
+
+def result_fields(m: dict | None) -> dict:
+    if m is None:
+        return {"finished": False}
+    if "error" in m:
+        return {"finished": False, "error": m["error"]}
+    run = m["runs"][0]
+    return {"finished": True, "parse_s": round(m.get("parse_s", float("nan")), 6),
+            "replay_s": round(run["seconds"], 6), "status": run["status"], "evictions": run["evictions"],
+            "peak_rss_mb": round(m["peak_rss_mb"], 1)}
+
+
+def evictions_axis(trace_keys: list[str], ratios: list[float], limit: float, with_ref: bool) -> list[dict]:
+    from dtrlab import traces
+
+    rows = []
+    for key in trace_keys:
+        path = traces.resolve_trace(key)
+        engines = ["native", "simrd"] if with_ref else ["native"]
+        for engine in engines:
+            log(f"{key}: {engine} at {len(ratios)} ratios ...")
+            for r in ratios:
+                m = measure(engine, path, [{"ratio": r}], limit)
+                row = {"trace": key, "ratio": r, "engine": engine}
+                if m is None or "error" in m:
+                    row.update(finished=False, **({"error": m["error"]} if m else {}))
+                else:
+                    run = m["runs"][0]
+                    row.update(finished=True, replay_s=round(run["seconds"], 6), status=run["status"],
+                               evictions=run["evictions"], peak_rss_mb=round(m["peak_rss_mb"], 1))
+                rows.append(row)
+                log(json.dumps(row))
+    return rows
+
+
+def summarize(chain: list[dict], evictions: list[dict]) -> dict:
+    fits = {}
+    for engine in ("native", "simrd"):
+        for h in ("DTR", "LRU"):
+            pts = [r for r in chain if r["engine"] == engine and r["heuristic"] == h and r.get("finished")]
+            if pts:
+                fits[f"chain {engine} {h}: replay time vs depth"] = slope([r["depth"] for r in pts],
+                                                                          [r["replay_s"] for r in pts])
+                fits[f"chain {engine} {h}: peak RSS vs depth"] = slope([r["depth"] for r in pts],
+                                                                       [r["peak_rss_mb"] for r in pts])
+        pts = [r for r in chain if r["engine"] == engine and r["heuristic"] == "DTR" and r.get("finished")]
+        if pts and engine == "native":
+            fits["chain native: parse time vs depth"] = slope([r["depth"] for r in pts], [r["parse_s"] for r in pts])
+        pts = [r for r in evictions if r["engine"] == engine and r.get("finished") and r["evictions"] > 0]
+        if pts:
+            fits[f"traces {engine}: replay time vs evictions"] = slope([r["evictions"] for r in pts],
+                                                                       [r["replay_s"] for r in pts])
+    return {k: (round(v, 3) if v is not None else None) for k, v in fits.items()}
+
+
+def markdown(chain: list[dict], evictions: list[dict], fits: dict) -> str:
+    out = ["## Chain depth", "",
+           "| depth | file (MB) | heuristic | engine | parse (s) | replay (s) | status | evictions | peak RSS (MB) |",
+           "|---:|---:|---|---|---:|---:|---|---:|---:|"]
+    for r in chain:
+        if r.get("finished"):
+            out.append(f"| {r['depth']:,} | {r['file_mb']} | {r['heuristic']} | {r['engine']} | {r['parse_s']} | "
+                       f"{r['replay_s']} | {r['status']} | {r['evictions']:,} | {r['peak_rss_mb']} |")
+        else:
+            out.append(f"| {r['depth']:,} | {r['file_mb']} | {r['heuristic']} | {r['engine']} | - | "
+                       f"{r.get('error', 'time limit')} | - | - | - |")
+    out += ["", "## Evictions (every trace, DTR, cap 60)", "",
+            "| trace | ratio | engine | replay (s) | status | evictions | µs per eviction |",
+            "|---|---:|---|---:|---|---:|---:|"]
+    for r in evictions:
+        if r.get("finished"):
+            per = f"{1e6 * r['replay_s'] / r['evictions']:.1f}" if r["evictions"] else "-"
+            out.append(f"| {r['trace']} | {r['ratio']} | {r['engine']} | {r['replay_s']} | {r['status']} | "
+                       f"{r['evictions']:,} | {per} |")
+        else:
+            out.append(f"| {r['trace']} | {r['ratio']} | {r['engine']} | {r.get('error', 'time limit')} | - | - | - |")
+    out += ["", "## Log-log slopes (1 = linear)", "", "| fit | slope |", "|---|---:|"]
+    out += [f"| {k} | {v} |" for k, v in fits.items()]
+    return "\n".join(out) + "\n"
+
+
+def figure(chain: list[dict], evictions: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
+    styles = {("native", "DTR"): ("#0072B2", "o-"), ("native", "LRU"): ("#009E73", "s-"),
+              ("simrd", "DTR"): ("#D55E00", "o--"), ("simrd", "LRU"): ("#CC79A7", "s--")}
+    for (engine, h), (color, fmt) in styles.items():
+        pts = [r for r in chain if r["engine"] == engine and r["heuristic"] == h and r.get("finished")]
+        if pts:
+            d = [r["depth"] for r in pts]
+            axes[0].loglog(d, [r["replay_s"] for r in pts], fmt, color=color, label=f"{engine} {h}")
+            axes[1].loglog(d, [r["peak_rss_mb"] for r in pts], fmt, color=color, label=f"{engine} {h}")
+    axes[0].set(xlabel="chain depth", ylabel="replay time (s)", title="time vs depth")
+    axes[1].set(xlabel="chain depth", ylabel="peak RSS (MB)", title="memory vs depth")
+    for engine, color in (("native", "#0072B2"), ("simrd", "#D55E00")):
+        pts = [r for r in evictions if r["engine"] == engine and r.get("finished") and r["evictions"] > 0]
+        if pts:
+            axes[2].loglog([r["evictions"] for r in pts], [r["replay_s"] for r in pts], "o", color=color,
+                           alpha=0.7, label=engine)
+    axes[2].set(xlabel="evictions", ylabel="replay time (s)", title="time vs evictions (8 traces)")
+    for ax in axes:
+        ax.grid(True, which="both", alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main() -> int:
+    global REPEAT
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--axis", choices=["chain", "evictions", "both"], default="both")
+    ap.add_argument("--max-depth", type=int, default=DEPTHS[-1], help="deepest chain (default 10^6)")
+    ap.add_argument("--limit", type=float, default=300.0, help="seconds per measured point")
+    ap.add_argument("--simrd-max-depth", type=int, default=3_000, help="deepest chain given to simrd")
+    ap.add_argument("--traces", default=",".join(TRACES))
+    ap.add_argument("--no-simrd", action="store_true", help="skip the reference even if configured")
+    ap.add_argument("--repeat", type=int, default=REPEAT, help="native replays per point; the minimum is kept")
+    ap.add_argument("--out", default="benchmarks/out/scaling")
+    args = ap.parse_args()
+    REPEAT = args.repeat
+    if args.limit <= 0 or args.max_depth < 1 or args.repeat < 1:
+        ap.error("--limit, --max-depth and --repeat must be positive")
+    with_ref = bool(os.environ.get("DTRLAB_SIMRD")) and not args.no_simrd
+    chain, evictions = [], []
+    with tempfile.TemporaryDirectory(prefix="dtrlab-scaling-") as work:
+        if args.axis in ("chain", "both"):
+            depths = [d for d in DEPTHS if d <= args.max_depth]
+            chain = chain_axis(depths, args.limit, with_ref, args.simrd_max_depth, Path(work))
+    if args.axis in ("evictions", "both"):
+        evictions = evictions_axis([k for k in args.traces.split(",") if k], RATIOS, args.limit, with_ref)
+    fits = summarize(chain, evictions)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    meta = {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
+            "limit_s": args.limit}
+    out.with_suffix(".json").write_text(json.dumps({"meta": meta, "chain": chain, "evictions": evictions,
+                                                    "slopes": fits}, indent=1) + "\n")
+    text = markdown(chain, evictions, fits)
+    out.with_suffix(".md").write_text(text)
+    figure(chain, evictions, out.with_suffix(".png"))
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
