@@ -46,25 +46,68 @@ def test_human_output(trace_dir):
 
 
 @pytest.mark.parametrize(
-    "args, message",
+    "args, status, message",
     [
-        (["simulate", "no-such-file.log", "--ratio", "0.5"], "no such trace file"),
-        (["simulate", "resnet32", "--ratio", "-2"], "ratio must be"),
-        (["simulate", "resnet32", "--ratio", "0.5", "--engine", "simrd"], "DTRLAB_SIMRD"),
+        # A command that failed: exit 1.
+        (["simulate", "no-such-file.log", "--ratio", "0.5"], 1, "no such trace file"),
+        (["simulate", "resnet32", "--ratio", "0.5", "--engine", "simrd"], 1, "DTRLAB_SIMRD"),
+        # Bad usage: exit 2, naming the argument.
+        (["simulate", "resnet32", "--ratio", "-2"], 2, "ratio must be > 0"),
+        (["simulate", "resnet32", "--budget", "-5"], 2, "budget must be in [0, "),
+        (["simulate", "resnet32", "--budget", "18446744073709551616"], 2, "budget must be in [0, "),
+        (["simulate", "resnet32", "--ratio", "0.5", "--seed", "-1"], 2, "seed must be in [0, "),
+        (["simulate", "resnet32", "--ratio", "0.5", "--retain=-1"], 2, "retain item must be in [0, 4294967295]"),
+        (["simulate", "resnet32", "--ratio", "0.5", "--retain", "4294967296"], 2, "retain item must be in"),
+        (["simulate", "resnet32", "--ratio", "0.5", "--cap", "0.5"], 2, "cap must be > 1"),
+        (["simulate", "resnet32", "--ratio", "0.5", "--cap", "nan"], 2, "cap must be a finite number"),
+        (["atlas", "resnet32", "--lo", "-1", "--hi", "0.2"], 2, "--lo must be >= 0"),
+        (["atlas", "resnet32", "--lo", "0.1", "--hi", "0.2", "--grid", "0"], 2, "grid must be in [2, "),
+        (["atlas", "resnet32", "--lo", "0.1", "--hi", "0.2", "--max-work", "-1"], 2, "max_work must be > 0"),
+        (["fetch", "--retries", "0"], 2, "--retries must be in [1, "),
+        (["task", "nope", "--out", "x"], 2, "unknown task 'nope'"),
+        (["task", "claims_check", "--out", "x", "--params", "[1]"], 2, "--params must be a JSON object"),
     ],
 )
-def test_errors_exit_2_with_a_message(args, message, trace_dir, monkeypatch):
+def test_errors_exit_1_or_2_with_one_line(args, status, message, trace_dir, monkeypatch, tmp_path):
     monkeypatch.delenv("DTRLAB_SIMRD", raising=False)
+    monkeypatch.chdir(tmp_path)
     p = dtrlab(*args)
-    assert p.returncode == 2
-    assert p.stderr.startswith("dtrlab: error:") and message in p.stderr
+    assert p.returncode == status, p.stderr
+    assert p.stderr.startswith("dtrlab: error:") and message in p.stderr, p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1, p.stderr
 
 
-def test_malformed_trace_exit_2_names_line(tmp_path):
+def test_failures_on_files_are_one_line_not_a_traceback(tmp_path):
+    """What the CLI used to answer with a Python traceback."""
+    as_dir = tmp_path / "a-folder"
+    as_dir.mkdir()
+    as_file = tmp_path / "a-file"
+    as_file.write_text("x")
+    empty, listed = tmp_path / "empty.json", tmp_path / "list.json"
+    empty.write_text("")
+    listed.write_text("[]")
+    escape = tmp_path / "results" / "MANIFEST.json"
+    escape.parent.mkdir()
+    escape.write_text(json.dumps({"artifacts": [{"path": "../../etc/passwd", "sha256": "0" * 64, "bytes": 1}]}))
+    for args, message in [
+        (["baseline", "resnet32", "--out", str(as_dir)], "Is a directory"),
+        (["fetch", "--dest", str(as_file)], "a-file"),
+        (["verify", str(empty)], "not a dtrlab manifest"),
+        (["verify", str(listed)], "not a dtrlab manifest"),
+        (["verify", str(escape)], "outside the workflow root"),
+        (["task", "claims_check", "--in", str(as_file), "--out", str(tmp_path / "o")], "task claims_check"),
+    ]:
+        p = dtrlab(*args)
+        assert p.returncode == 1, (args, p.stderr)
+        assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1, (args, p.stderr)
+        assert message in p.stderr, (args, p.stderr)
+
+
+def test_malformed_trace_exit_1_names_line(tmp_path):
     bad = tmp_path / "bad.log"
     bad.write_text('{"INSTRUCTION":"CONSTANT","NAME":"a"}\n{"INSTRUCTION":"CALL"}\n')
     p = dtrlab("baseline", str(bad))
-    assert p.returncode == 2 and "bad.log:2:" in p.stderr
+    assert p.returncode == 1 and "bad.log:2:" in p.stderr
 
 
 def test_ratio_and_budget_are_exclusive():

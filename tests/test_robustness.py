@@ -81,8 +81,65 @@ def test_engine_panic_becomes_an_exception():
         (dict(budget=10, ratio=0.5), "exactly one of budget"),
         (dict(budget=10, retain=[10**9]), "not a storage id"),
         (dict(budget=10, engine="other"), "unknown engine"),
+        (dict(budget=-5), r"budget must be in \[0, "),
+        (dict(budget=2**64), r"budget must be in \[0, "),
+        (dict(ratio=0.0), "ratio must be > 0"),
+        (dict(ratio=float("inf")), "ratio must be a finite number"),
+        (dict(ratio=0.5, cap=0), "cap must be > 1"),
+        (dict(ratio=0.5, cap=-1), "cap must be > 1"),
+        (dict(ratio=0.5, cap=0.5), "cap must be > 1"),
+        (dict(ratio=0.5, cap=1), "cap must be > 1"),
+        (dict(ratio=0.5, cap=float("nan")), "cap must be a finite number"),
+        (dict(ratio=0.5, seed=-1), r"seed must be in \[0, "),
+        (dict(ratio=0.5, retain=[-1]), r"retain item must be in \[0, 4294967295\]"),
+        (dict(ratio=0.5, retain=[2**32]), r"retain item must be in"),
     ],
 )
 def test_bad_arguments_are_value_errors(kwargs, message, load):
     with pytest.raises(ValueError, match=message):
         dtrlab.simulate(load("unet"), **kwargs)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(ratio=0.5, retain="123"), "retain must be a list of storage ids, not str"),
+        (dict(ratio=0.5, retain=5), "retain must be a list of storage ids, not int"),
+        (dict(ratio=0.5, retain=[1.5]), "retain item must be an integer, not float"),
+        (dict(ratio=0.5, seed=1.7), "seed must be an integer, not float"),
+        (dict(ratio=0.5, seed=True), "seed must be an integer, not bool"),
+        (dict(budget=10.0), "budget must be an integer, not float"),
+        (dict(ratio="0.5"), "ratio must be a number, not str"),
+        (dict(ratio=0.5, cap="60"), "cap must be a number, not str"),
+        (dict(ratio=0.5, events=1), "events must be True or False"),
+    ],
+)
+def test_arguments_of_the_wrong_type_are_type_errors(kwargs, message, load):
+    with pytest.raises(TypeError, match=message):
+        dtrlab.simulate(load("unet"), **kwargs)
+
+
+def test_a_cap_of_infinity_is_no_cap(load):
+    trace = load("resnet32")
+    assert dtrlab.simulate(trace, ratio=0.2, cap=float("inf")).to_dict() == \
+        {**dtrlab.simulate(trace, ratio=0.2, cap=None).to_dict(), "cap": float("inf")}
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        (dict(grid=0), ValueError, r"grid must be in \[2, "),
+        (dict(grid=-3), ValueError, r"grid must be in \[2, "),
+        (dict(max_work=-1), ValueError, "max_work must be > 0"),
+        (dict(max_runs=0), ValueError, r"max_runs must be in \[1, "),
+        (dict(edge_runs=-1), ValueError, r"edge_runs must be in \[0, "),
+        (dict(time_limit=0), ValueError, "time_limit must be > 0"),
+        (dict(cap=0.5), ValueError, "cap must be > 1"),
+        (dict(grid=2.5), TypeError, "grid must be an integer"),
+    ],
+)
+def test_bad_atlas_arguments(kwargs, error, message, load):
+    from dtrlab import atlas
+
+    with pytest.raises(error, match=message):
+        atlas.build(load("unet"), 100, 200, **kwargs)

@@ -34,7 +34,7 @@ import bisect
 import time
 from dataclasses import asdict, dataclass, field
 
-from dtrlab import engine
+from dtrlab import arguments, engine
 from dtrlab.analysis import inversions
 
 #: Share of the work budget the initial exact walk may spend.
@@ -177,8 +177,21 @@ def build(
     ``mixed`` stretches, budgets never run as ``unknown`` (never dropped).
     ``log`` (a callable taking a line) hears of every run and phase.
     """
+    lo_budget = arguments.integer("lo_budget", lo_budget)
+    hi_budget = arguments.integer("hi_budget", hi_budget)
     if hi_budget < lo_budget:
         raise ValueError(f"hi_budget {hi_budget} is below lo_budget {lo_budget}")
+    arguments.choice("heuristic", heuristic, engine.HEURISTICS)
+    if cap is not None:
+        cap = arguments.real("cap", cap, 1.0, lo_open=True, allow_inf=True)
+    for name, value in (("max_runs", max_runs), ("max_total_runs", max_total_runs)):
+        if value is not None:
+            arguments.integer(name, value, 1)
+    grid = arguments.integer("grid", grid, 2)
+    edge_runs = arguments.integer("edge_runs", edge_runs)
+    for name, value in (("time_limit", time_limit), ("max_work", max_work)):
+        if value is not None:
+            arguments.real(name, value, 0.0, lo_open=True, allow_inf=True)
     base = engine.baseline(trace)
     atlas = Atlas(trace.key, heuristic, cap, lo_budget, hi_budget, base.peak, compute=base.compute)
     prober = _Prober(trace, heuristic, cap, max_total_runs, log, compute=max(base.compute, 1), max_work=max_work)

@@ -11,7 +11,8 @@ import argparse
 import json
 import sys
 
-from dtrlab import engine, provenance, tasks, traces
+from dtrlab import arguments, engine, provenance, tasks, traces
+from dtrlab.arguments import BadArgument, BadArgumentType
 from dtrlab.exceptions import ChecksumError, DownloadError, EngineError, ReferenceUnavailable, TraceError
 
 
@@ -118,6 +119,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line(e: BaseException) -> str:
+    text = " ".join(str(e).split()) or type(e).__name__
+    return text if len(text) <= 500 else text[:497] + "..."
+
+
 def _print_human(d: dict) -> None:
     width = max(len(k) for k in d)
     for k, v in d.items():
@@ -134,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["DTRLAB_SIMRD"] = args.simrd
     try:
         if args.command == "fetch":
+            arguments.integer("--retries", args.retries, 1)
             dest = args.dest or traces.default_data_dir()
             tasks.fetch_traces(dest, args.mirror or traces.default_mirror(), args.url, args.sha256,
                                args.retries, rule=args.rule)
@@ -157,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "atlas":
             from dtrlab import atlas
 
+            arguments.real("--lo", args.lo, 0.0)
+            arguments.real("--hi", args.hi, 0.0)
             trace = engine.load_trace(args.trace, start=args.start)
             peak = engine.baseline(trace).peak
             from tqdm import tqdm
@@ -188,8 +197,19 @@ def main(argv: list[str] | None = None) -> int:
             from dtrlab import experiments
 
             if args.name not in experiments.TASKS:
-                raise ValueError(f"unknown task {args.name!r}; tasks: {', '.join(experiments.TASKS)}")
-            experiments.run(args.name, args.inputs, args.outputs, json.loads(args.params), rule=args.rule)
+                raise BadArgument(f"unknown task {args.name!r}; tasks: {', '.join(experiments.TASKS)}")
+            try:
+                params = json.loads(args.params)
+            except json.JSONDecodeError as e:
+                raise BadArgument(f"--params is not JSON ({e})") from None
+            if not isinstance(params, dict):
+                raise BadArgument("--params must be a JSON object")
+            try:
+                experiments.run(args.name, args.inputs, args.outputs, params, rule=args.rule)
+            except (KeyError, IndexError) as e:
+                raise BadArgument(f"task {args.name}: missing parameter, input or output ({e})") from None
+            except (ValueError, TypeError, OSError) as e:
+                raise ValueError(f"task {args.name}: {_one_line(e)}") from None
             return 0
         if args.command == "fetch-simrd":
             from dtrlab import reference
@@ -217,10 +237,15 @@ def main(argv: list[str] | None = None) -> int:
                 engine=args.engine,
             )
             out = result.to_dict(evicted_ids=args.evicted_ids)
-    except (TraceError, ChecksumError, DownloadError, ReferenceUnavailable, EngineError, FileNotFoundError,
-            ValueError) as e:
+    except (BadArgument, BadArgumentType) as e:
+        # Bad usage, like argparse's own errors.
         print(f"dtrlab: error: {e}", file=sys.stderr)
         return 2
+    except (TraceError, ChecksumError, DownloadError, ReferenceUnavailable, EngineError, OSError, ValueError,
+            TypeError) as e:
+        # The command failed: one line, never a traceback.
+        print(f"dtrlab: error: {_one_line(e)}", file=sys.stderr)
+        return 1
     if args.json:
         print(json.dumps(out, sort_keys=False))
     else:

@@ -19,8 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from dtrlab import _engine
-from dtrlab.exceptions import TraceError
+from dtrlab import _engine, arguments
 from dtrlab.traces import TRACE_FILES, resolve_trace
 
 TRACE_KEY_OF_FILE = {f: k for k, f in TRACE_FILES.items()}
@@ -77,6 +76,9 @@ def load_trace(path: str | os.PathLike, start: bool = False) -> Trace:
 
     Raises :class:`dtrlab.TraceError` naming the file and line on bad input.
     """
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a trace file or key, not {type(path).__name__} ({path!r})")
+    arguments.boolean("start", start)
     p = resolve_trace(path)
     # The engine reads the bytes in place (and checks they are UTF-8): no
     # decoded copy of a large file.
@@ -249,10 +251,21 @@ def simulate(
     """
     if (budget is None) == (ratio is None):
         raise ValueError("give exactly one of budget (bytes) or ratio (of the baseline peak)")
-    if heuristic not in HEURISTICS:
-        raise ValueError(f"unknown heuristic {heuristic!r}; choose one of {', '.join(HEURISTICS)}")
+    if budget is not None:
+        budget = arguments.integer("budget", budget)
+    if ratio is not None:
+        ratio = arguments.real("ratio", ratio, 0.0, lo_open=True)
+    arguments.choice("heuristic", heuristic, HEURISTICS)
+    if cap is not None:
+        # remat_limit = compute x (cap - 1): a cap of 1 or less allows no work at all.
+        cap = arguments.real("cap", cap, 1.0, lo_open=True, allow_inf=True)
+    seed = 0 if seed is None else arguments.integer("seed", seed)
+    retain = arguments.storage_ids("retain", retain)
+    arguments.boolean("events", events)
+    arguments.boolean("start", start)
+    arguments.boolean("self_check", self_check)
+    arguments.choice("engine", engine, ("native", "simrd"))
     t = _as_trace(trace, start=start)
-    seed = 0 if seed is None else int(seed)
     if engine == "native":
         raw = t._native.simulate(
             budget=budget,
@@ -260,7 +273,7 @@ def simulate(
             heuristic=heuristic,
             cap=cap,
             seed=seed,
-            retain=sorted(set(int(r) for r in retain)),
+            retain=retain,
             events=events,
             self_check=self_check,
         )

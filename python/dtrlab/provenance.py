@@ -154,9 +154,22 @@ def verify(manifest_path: str | os.PathLike, root: str | os.PathLike | None = No
     """Re-hash every artifact; returns the problems found (empty = verified)."""
     manifest_path = Path(manifest_path)
     root = Path(root) if root is not None else manifest_path.parent.parent
-    manifest = json.loads(manifest_path.read_text())
+    try:
+        manifest = json.loads(manifest_path.read_text())
+        entries = manifest["artifacts"]
+        if not isinstance(entries, list) or not all(
+                isinstance(e, dict) and isinstance(e.get("path"), str) and isinstance(e.get("sha256"), str)
+                and isinstance(e.get("bytes"), int) for e in entries):
+            raise TypeError
+    except (ValueError, TypeError, KeyError):
+        raise ValueError(f"{manifest_path}: not a dtrlab manifest (a JSON object whose 'artifacts' list "
+                         "names each file's path, sha256 and bytes)") from None
     problems = []
-    for e in manifest["artifacts"]:
+    for e in entries:
+        # A manifest names files inside the workflow root, never beside or above it.
+        if Path(e["path"]).is_absolute() or ".." in Path(e["path"]).parts:
+            problems.append(f"{e['path']}: outside the workflow root; not read")
+            continue
         p = root / e["path"]
         if not p.is_file():
             problems.append(f"{e['path']}: missing")

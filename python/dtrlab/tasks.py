@@ -36,6 +36,7 @@ def fetch_traces(dest: str | os.PathLike, mirror: str | None, url: str, sha256: 
 def write_baseline(trace_path: str | os.PathLike, out: str | os.PathLike, start: bool = False,
                    rule: str = "baseline", engine_name: str = "native") -> dict:
     """The baseline figures of one trace as a JSON record."""
+    trace_path = traces.resolve_trace(trace_path)  # a key names the verified file it stands for
     with provenance.recording([out], rule, inputs=[trace_path], params={"start": start, "engine": engine_name}):
         t = engine.load_trace(trace_path, start=start)
         record = {"trace": t.key, "start": start, **engine.baseline(t, engine=engine_name).to_dict()}
