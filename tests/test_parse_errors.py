@@ -61,6 +61,19 @@ CASES = {
         "defined twice",
     ),
     "mutate index out of range": (['{"INSTRUCTION":"MUTATE","NAME":"m","ARGS":["a"],"MUTATE":[2],"TIME":1}'], 4, "out of range"),
+    "call without outputs": (['{"INSTRUCTION":"CALL","NAME":"op","RESULT":[],"ARGS":["a"],"TIME":5}'], 4,
+                             "without outputs (RESULT is empty)"),
+    "mutate without outputs": (['{"INSTRUCTION":"MUTATE","NAME":"m","ARGS":["a"],"MUTATE":[],"TIME":1}'], 4,
+                               "without outputs (MUTATE is empty)"),
+    "double release": (['{"INSTRUCTION":"RELEASE","NAME":"a"}', '{"INSTRUCTION":"RELEASE","NAME":"a"}'], 5,
+                       '"a" is released more often than it was referenced'),
+    "reference after the last release": (['{"INSTRUCTION":"RELEASE","NAME":"a"}',
+                                          '{"INSTRUCTION":"COPY","DST":"b","SRC":"a"}'], 5,
+                                         '"a" is referenced again after its last reference was released'),
+    "sizes past 2^64": ([call(), mem(size='"18446744073709551615"'), alias()], 4, "sum past 2^64 bytes"),
+    "costs past 2^64": ([call(time=2**64 - 1), mem(), alias(), call("c", time=1), mem("c"), alias("c")], 7,
+                        "costs of all operators sum past 2^64"),
+    "a name as long as the file": ([call(args=("x" * 1_000_000,)), mem(), alias()], 4, "more bytes)"),
 }
 
 
@@ -95,8 +108,9 @@ def test_trace_error_is_a_value_error():
     assert issubclass(dtrlab.TraceError, ValueError)
 
 
-def test_schedule_that_releases_twice_is_an_engine_error(tmp_path):
-    # Valid line by line, but the schedule releases a reference it does not hold.
+def test_schedule_that_releases_twice_is_found_when_loading(tmp_path):
+    # Valid line by line, but the schedule releases a reference it does not
+    # hold: found by the parser (references depend on the schedule alone).
     path = tmp_path / "double-release.log"
     lines = GOOD_HEAD + [call(), mem(), alias(), '{"INSTRUCTION":"COPY_FROM","DST":"b","SRC":"a"}',
                          '{"INSTRUCTION":"COPY","DST":"c","SRC":"b"}',
@@ -106,9 +120,16 @@ def test_schedule_that_releases_twice_is_an_engine_error(tmp_path):
                          '{"INSTRUCTION":"RELEASE","NAME":"a"}', '{"INSTRUCTION":"RELEASE","NAME":"a"}',
                          '{"INSTRUCTION":"RELEASE","NAME":"a"}']
     path.write_text("\n".join(lines) + "\n")
-    trace = dtrlab.load_trace(path)
-    with pytest.raises(dtrlab.EngineError, match=r"trace line \d+: .* released more often"):
-        dtrlab.simulate(trace, budget=10**6)
+    with pytest.raises(dtrlab.TraceError, match=r'^double-release.log:14: "a" is released more often'):
+        dtrlab.load_trace(path)
+
+
+@pytest.mark.parametrize("text", ["", '{"INSTRUCTION":"ANNOTATE","ANNOTATION":"START"}\n'])
+def test_a_trace_without_operators_is_refused(tmp_path, text):
+    path = tmp_path / "empty.log"
+    path.write_text(text)
+    with pytest.raises(dtrlab.TraceError, match=r"^empty.log: the trace has no operators"):
+        dtrlab.load_trace(path)
 
 
 def test_large_trace_reports_the_first_error_in_file_order(tmp_path):

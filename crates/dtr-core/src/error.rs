@@ -12,12 +12,25 @@ pub struct TraceError {
     pub message: String,
 }
 
+/// Messages quote names from the trace, which may be as long as the file:
+/// what is shown is cut to this many characters.
+const SHOWN: usize = 400;
+
+/// `text`, cut to `SHOWN` characters with a note of how much was left out.
+fn shown(text: &str) -> std::borrow::Cow<'_, str> {
+    match text.char_indices().nth(SHOWN) {
+        None => text.into(),
+        Some((cut, _)) => format!("{}... ({} more bytes)", &text[..cut], text.len() - cut).into(),
+    }
+}
+
 impl fmt::Display for TraceError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let message = shown(&self.message);
         if self.line == 0 {
-            write!(f, "{}: {}", self.file, self.message)
+            write!(f, "{}: {message}", self.file)
         } else {
-            write!(f, "{}:{}: {}", self.file, self.line, self.message)
+            write!(f, "{}:{}: {message}", self.file, self.line)
         }
     }
 }
@@ -35,17 +48,20 @@ pub enum EngineError {
     InvalidSchedule { line: usize, message: String },
     /// A self-check found the engine's state inconsistent (a bug).
     Invariant(String),
+    /// The run goes past what the engine can represent (a 64-bit count).
+    Limit(String),
 }
 
 impl fmt::Display for EngineError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             EngineError::Trace(e) => e.fmt(f),
-            EngineError::InvalidArgument(m) => write!(f, "invalid argument: {m}"),
+            EngineError::InvalidArgument(m) => write!(f, "invalid argument: {}", shown(m)),
             EngineError::InvalidSchedule { line, message } => {
-                write!(f, "trace line {line}: {message}")
+                write!(f, "trace line {line}: {}", shown(message))
             }
-            EngineError::Invariant(m) => write!(f, "engine invariant violated: {m}"),
+            EngineError::Invariant(m) => write!(f, "engine invariant violated: {}", shown(m)),
+            EngineError::Limit(m) => write!(f, "{}", shown(m)),
         }
     }
 }
@@ -55,5 +71,20 @@ impl std::error::Error for EngineError {}
 impl From<TraceError> for EngineError {
     fn from(e: TraceError) -> Self {
         EngineError::Trace(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_messages_are_cut_when_shown() {
+        let e = TraceError { file: "t.log".into(), line: 3, message: format!("unknown tensor name {:?}", "x".repeat(10_000)) };
+        let text = e.to_string();
+        assert!(text.starts_with("t.log:3: unknown tensor name \"xxx"));
+        assert!(text.len() < 500 && text.ends_with("(9622 more bytes)"), "{text}");
+        let short = TraceError { file: "t.log".into(), line: 0, message: "é".repeat(10) };
+        assert_eq!(short.to_string(), format!("t.log: {}", "é".repeat(10)));
     }
 }

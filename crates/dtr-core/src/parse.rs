@@ -332,6 +332,11 @@ struct Builder {
     /// first mapped (re-mapping a name keeps its place).
     mapped: Vec<TensorId>,
     refs: Vec<i64>,
+    /// External references per storage (root tensor id), as the replay counts them.
+    ext: Vec<u64>,
+    /// Sums that bound the replay's byte counts and model compute.
+    all_sizes: u64,
+    all_costs: u64,
     backward: bool,
 }
 
@@ -357,13 +362,50 @@ impl Builder {
             names: FxHashMap::default(),
             mapped: Vec::new(),
             refs: Vec::new(),
+            ext: Vec::new(),
+            all_sizes: 0,
+            all_costs: 0,
             backward: false,
         }
     }
 
-    fn push(&mut self, cmd: Command, line: usize) {
+    /// Append a command, following each storage's external references as
+    /// the replay will (they depend on the schedule alone, never on the
+    /// budget): a release or a new reference with none left is an error of
+    /// the trace, reported here with its line rather than at replay.
+    fn push(&mut self, cmd: Command, line: usize) -> Result<(), TraceError> {
+        let error = |b: &Self, t: TensorId, what: &str| TraceError {
+            file: b.source.clone(),
+            line,
+            message: format!("{:?} {what}", b.tensor_names.get(t as usize)),
+        };
+        match cmd {
+            Command::Compute(op) => {
+                let o = &self.ops[op as usize];
+                for t in o.first_output..o.first_output + o.n_outputs {
+                    let s = self.tensors[t as usize].storage as usize;
+                    self.ext[s] += 1;
+                }
+            }
+            Command::Get { tensor, pin: false } => {
+                let s = self.tensors[tensor as usize].storage as usize;
+                if self.ext[s] == 0 {
+                    return Err(error(self, tensor, "is referenced again after its last reference was released"));
+                }
+                self.ext[s] += 1;
+            }
+            Command::Get { pin: true, .. } => {}
+            Command::Release(tensor) => {
+                let s = self.tensors[tensor as usize].storage as usize;
+                if self.ext[s] == 0 {
+                    return Err(error(self, tensor, "is released more often than it was referenced"));
+                }
+                self.ext[s] -= 1;
+            }
+        }
         self.schedule.push(cmd);
         self.schedule_lines.push(line);
+        Ok(())
     }
 
     fn entry(&mut self, name: &str) -> &mut NameEntry {
@@ -434,9 +476,20 @@ impl Builder {
             total = total
                 .checked_add(size)
                 .ok_or_else(|| r.error("operator output sizes overflow 64 bits"))?;
+            // Resident bytes never exceed the sum of all sizes: if it fits,
+            // no byte count of the replay can wrap.
+            self.all_sizes = self
+                .all_sizes
+                .checked_add(size)
+                .ok_or_else(|| r.error("the sizes of all tensors sum past 2^64 bytes"))?;
             self.tensors.push(Tensor { op: op_id, index: k as u32, size, storage });
             self.refs.push(1);
+            self.ext.push(0);
         }
+        self.all_costs = self
+            .all_costs
+            .checked_add(cost)
+            .ok_or_else(|| r.error("the costs of all operators sum past 2^64"))?;
         let kind = self.kind_of(name);
         self.ops.push(Op {
             kind,
@@ -481,13 +534,16 @@ impl Builder {
                 let size = m.uint("MEMORY")?;
                 let out = self.make_op(r, "constant", 0, Vec::new(), &[(name.to_string(), size, -1)], true)?;
                 let op = self.ops.len() as u32 - 1;
-                self.push(Command::Compute(op), r.line);
-                self.push(Command::Get { tensor: out[0], pin: true }, r.line);
+                self.push(Command::Compute(op), r.line)?;
+                self.push(Command::Get { tensor: out[0], pin: true }, r.line)?;
                 self.map_name(name, out[0]);
                 Ok(i + 2)
             }
             "CALL" => {
                 let results = r.str_list("RESULT")?;
+                if results.is_empty() {
+                    return Err(r.error("an operator without outputs (RESULT is empty) is not supported"));
+                }
                 let op_name = r.str_field("NAME")?;
                 let args = r.str_list("ARGS")?;
                 let cost = r.uint("TIME")?;
@@ -522,7 +578,7 @@ impl Builder {
                 }
                 let outs = self.make_op(r, op_name, cost, inputs, &outputs, false)?;
                 let op = self.ops.len() as u32 - 1;
-                self.push(Command::Compute(op), r.line);
+                self.push(Command::Compute(op), r.line)?;
                 for (res, t) in results.iter().zip(outs) {
                     self.map_name(res, t);
                 }
@@ -532,6 +588,9 @@ impl Builder {
                 let op_name = r.str_field("NAME")?;
                 let args = r.str_list("ARGS")?;
                 let mutated = r.uint_list("MUTATE")?;
+                if mutated.is_empty() {
+                    return Err(r.error("an operator without outputs (MUTATE is empty) is not supported"));
+                }
                 let cost = r.uint("TIME")?;
                 let inputs = args.iter().map(|a| self.lookup(r, a)).collect::<Result<Vec<_>, _>>()?;
                 let mut outputs = Vec::with_capacity(mutated.len());
@@ -547,13 +606,13 @@ impl Builder {
                 }
                 let outs = self.make_op(r, op_name, cost, inputs.clone(), &outputs, false)?;
                 let op = self.ops.len() as u32 - 1;
-                self.push(Command::Compute(op), r.line);
+                self.push(Command::Compute(op), r.line)?;
                 for (k, &m) in mutated.iter().enumerate() {
                     let arg = args[m as usize];
                     let old = self.current(arg).expect("an argument name is mapped");
                     self.map_name(arg, outs[k]);
                     self.refs[old as usize] -= 1;
-                    self.push(Command::Release(old), r.line);
+                    self.push(Command::Release(old), r.line)?;
                 }
                 Ok(i + 1)
             }
@@ -565,7 +624,7 @@ impl Builder {
                 }
                 self.map_name(dst, src);
                 self.refs[src as usize] += 1;
-                self.push(Command::Get { tensor: src, pin: false }, r.line);
+                self.push(Command::Get { tensor: src, pin: false }, r.line)?;
                 Ok(i + 1)
             }
             "COPY_FROM" => {
@@ -575,8 +634,8 @@ impl Builder {
                 self.map_name(dst, src);
                 self.refs[old as usize] -= 1;
                 self.refs[src as usize] += 1;
-                self.push(Command::Release(old), r.line);
-                self.push(Command::Get { tensor: src, pin: false }, r.line);
+                self.push(Command::Release(old), r.line)?;
+                self.push(Command::Get { tensor: src, pin: false }, r.line)?;
                 Ok(i + 1)
             }
             "RELEASE" => {
@@ -584,7 +643,7 @@ impl Builder {
                 // Releasing a name that was never defined is ignored, as in the reference.
                 if let Some(t) = self.current(name) {
                     self.refs[t as usize] -= 1;
-                    self.push(Command::Release(t), r.line);
+                    self.push(Command::Release(t), r.line)?;
                 }
                 Ok(i + 1)
             }
@@ -604,11 +663,18 @@ impl Builder {
 
     /// Outputs still referenced at the end are materialized and pinned.
     fn finish(mut self, last_line: usize) -> Result<Trace, TraceError> {
+        if self.ops.is_empty() {
+            return Err(TraceError {
+                file: self.source,
+                line: 0,
+                message: "the trace has no operators (it is empty, or holds only markers)".into(),
+            });
+        }
         let mapped = std::mem::take(&mut self.mapped);
         drop(std::mem::take(&mut self.names));
         for t in mapped {
             if self.refs[t as usize] > 0 {
-                self.push(Command::Get { tensor: t, pin: true }, last_line);
+                self.push(Command::Get { tensor: t, pin: true }, last_line)?;
             }
         }
         Ok(Trace::new(

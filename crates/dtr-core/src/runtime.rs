@@ -450,7 +450,7 @@ impl<'a> Replay<'a> {
         if !self.fits(request) {
             self.free(request, t, depth)?;
         }
-        self.compute_tensor(t, remat, depth);
+        self.compute_tensor(t, remat, depth)?;
         if self.cfg.self_check && self.cfg.budget.is_some_and(|b| self.memory > b) {
             return Err(Stop::Error(EngineError::Invariant(format!(
                 "resident bytes {} exceed the budget after an operator",
@@ -522,7 +522,8 @@ impl<'a> Replay<'a> {
     }
 
     /// Run the operator of `t`: the reference's `_compute`.
-    fn compute_tensor(&mut self, t: TensorId, remat: bool, depth: u32) {
+    fn compute_tensor(&mut self, t: TensorId, remat: bool, depth: u32) -> Result<(), Stop> {
+        let overflow = || Stop::Error(EngineError::Limit("the clock passed 2^64: the run is too long to count".into()));
         let trace = self.trace;
         let ti = &trace.tensors[t as usize];
         let o = &trace.ops[ti.op as usize];
@@ -542,7 +543,9 @@ impl<'a> Replay<'a> {
             .map(|u| trace.tensors[u as usize].size)
             .sum();
 
-        self.clock += o.cost;
+        // Model compute fits (the parser checks the sum of all costs), but
+        // rematerializations repeat costs without bound when uncapped.
+        self.clock = self.clock.checked_add(o.cost).ok_or_else(overflow)?;
         self.memory += o.total_size;
         self.max_memory = self.max_memory.max(self.memory);
         for u in outputs {
@@ -553,7 +556,7 @@ impl<'a> Replay<'a> {
             }
         }
         if remat {
-            self.remat_compute += o.cost;
+            self.remat_compute = self.remat_compute.checked_add(o.cost).ok_or_else(overflow)?;
         } else {
             self.model_compute += o.cost;
         }
@@ -579,6 +582,7 @@ impl<'a> Replay<'a> {
             }
         }
         self.scratch = fresh;
+        Ok(())
     }
 
     /// Rebuild the regions of fresh storages, then of their frontiers.
