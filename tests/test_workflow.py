@@ -63,11 +63,45 @@ def test_shipped_config_is_valid_and_equals_the_defaults(schema):
         ({"artifact": {"retries": 0}}, "artifact.retries"),
         ({"data_dir": 5}, "data_dir"),
         ({"enigne": {}}, "enigne"),
+        ({"experiments": {"chunk_sise": 4}}, "experiments.chunk_sise"),
+        ({"atlas": {"max_wrok": 10}}, "atlas.max_wrok"),
+        ({"engine": {"heuristic": "Nope"}}, "engine.heuristic"),
+        ({"engine": {"heuristic": "DTR'; touch PWNED; echo '"}}, "engine.heuristic"),
+        ({"atlas": {"heuristics": ["DTR", "Nope"]}}, "atlas.heuristics.1"),
+        ({"experiments": {"chunk_size": "four"}}, "experiments.chunk_size"),
     ],
 )
 def test_schema_rejects_bad_config_naming_the_key(schema, bad, key):
     with pytest.raises(dtrlab_config.ConfigError, match=rf"config key '{key}'"):
         dtrlab_config.validate(bad, schema)
+
+
+def test_a_misspelled_key_is_named_with_its_closest_spelling(schema):
+    with pytest.raises(dtrlab_config.ConfigError, match=r"did you mean 'chunk_size'\?"):
+        dtrlab_config.validate({"experiments": {"chunk_sise": 4}}, schema)
+
+
+def test_the_schema_knows_every_heuristic_of_the_engine(schema):
+    import dtrlab
+
+    assert schema["definitions"]["heuristic"]["enum"] == list(dtrlab.HEURISTICS)
+
+
+@pytest.mark.parametrize(
+    "override",
+    [
+        # The README's own examples, as a shell passes them.
+        ["traces=[lstm,resnet32]"],
+        ['atlas={"traces": [resnet32, lstm]}'],
+        ['experiments={"chunk_size": 4}'],
+        ['atlas={"lo": 0.2, "max_work": null, "forensics": false}', "engine={'cap': 2.5}"],
+    ],
+)
+def test_command_line_overrides_are_read_with_their_types(tmp_path, mirror, override):
+    """Snakemake hands nested --config values over as strings: the schema's
+    types are restored, so valid overrides are accepted."""
+    p = snakemake(tmp_path, "-n", "all", "--config", *override, env={traces.MIRROR_ENV: mirror})
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
 
 
 def test_workflow_reports_bad_config(tmp_path):
@@ -236,14 +270,12 @@ def test_configuration_never_reaches_a_shell_unquoted(tmp_path, mirror):
         data_dir="data/$(touch PWNED_data)",
         results_dir="my results",
         artifact={"url": "file:///nonexistent/$(touch PWNED_url)/logs.zip"},
-        engine={"heuristic": "DTR'; touch PWNED_heuristic; echo '"},
     )
     env = {traces.MIRROR_ENV: mirror}
-    p = snakemake(work, "my results/baselines/resnet32.json", "--configfile", str(config), env=env)
+    p = snakemake(work, "my results/baselines/resnet32.json", "my results/sweeps/resnet32_dtr/chunk-000.parquet",
+                  "--configfile", str(config), env=env)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     assert json.loads((work / "my results/baselines/resnet32.json").read_text())["peak"] == 10_061_179_648
-    # The heuristic reaches the engine, which refuses it (the job fails); no shell ran it.
-    p = snakemake(work, "my results/sweeps/resnet32_dtr/chunk-000.parquet", "--configfile", str(config), env=env)
-    assert p.returncode != 0
-    assert "DTR'; touch PWNED_heuristic" in (work / "my results/logs/sweeps/resnet32_dtr/chunk-000.log").read_text()
     assert not [f for f in tmp_path.rglob("PWNED*")]
+    # (A heuristic is one of the engine's names or the configuration is refused: see
+    # test_schema_rejects_bad_config_naming_the_key.)

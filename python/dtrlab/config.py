@@ -43,14 +43,66 @@ def validate(config: dict, schema: dict) -> dict:
     """Fill defaults and validate; raises ConfigError naming the offending key."""
     import jsonschema
 
-    config = copy.deepcopy(config)
+    config = _coerce(copy.deepcopy(config), schema, schema)
     _fill_defaults(config, schema)
     validator = jsonschema.Draft7Validator(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: list(e.absolute_path))
     if errors:
         e = errors[0]
-        raise ConfigError(f"config key '{_key_of(e)}': {e.message}")
+        raise ConfigError(f"config key '{_key_of(e)}': {e.message}{_did_you_mean(e)}")
     return config
+
+
+def _did_you_mean(error) -> str:
+    """For a misspelled key, the closest valid spelling."""
+    import difflib
+
+    if error.validator != "additionalProperties" or "'" not in error.message:
+        return ""
+    extra = error.message.split("'")[1]
+    close = difflib.get_close_matches(extra, list(error.schema.get("properties", {})), n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+_SCALARS = {"integer": int, "number": (int, float), "boolean": bool}
+
+
+def _coerce(value, sub: dict, root: dict):
+    """Snakemake's ``--config`` hands nested values over as strings
+    (``experiments={"chunk_size": 4}`` gives ``"4"``): read a string as YAML
+    where the schema wants a number, a boolean or null there, and only if
+    that gives such a value. Anything else is left for the validator."""
+    if "$ref" in sub:
+        sub = root["definitions"][sub["$ref"].rsplit("/", 1)[-1]]
+    for option in sub.get("oneOf", []):
+        kind = option.get("type")
+        if (kind == "object" and isinstance(value, dict)) or (kind == "array" and isinstance(value, list)):
+            sub = option
+    if isinstance(value, dict):
+        props = sub.get("properties", {})
+        return {k: _coerce(v, props[k], root) if k in props else v for k, v in value.items()}
+    if isinstance(value, list):
+        items = sub.get("items")
+        if isinstance(items, dict):
+            return [_coerce(v, items, root) for v in value]
+        if isinstance(items, list):
+            return [_coerce(v, items[i], root) if i < len(items) else v for i, v in enumerate(value)]
+        return value
+    if isinstance(value, str):
+        kinds = sub.get("type", [])
+        kinds = [kinds] if isinstance(kinds, str) else kinds
+        wanted = tuple(t for k in kinds if k in _SCALARS for t in
+                       (_SCALARS[k] if isinstance(_SCALARS[k], tuple) else (_SCALARS[k],)))
+        if wanted or "null" in kinds:
+            try:
+                parsed = yaml.safe_load(value)
+            except yaml.YAMLError:
+                return value
+            if parsed is None and "null" in kinds:
+                return None
+            if isinstance(parsed, wanted) and not (isinstance(parsed, bool) and bool not in wanted):
+                return parsed
+    return value
 
 
 def _fill_defaults(config: dict, schema: dict) -> None:
