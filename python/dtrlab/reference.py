@@ -345,7 +345,12 @@ def fetch(dest: str | os.PathLike, url: str = ARCHIVE_URL, retries: int = 3) -> 
         members = []
         for m in tar.getmembers():
             parts = Path(m.name).parts
-            # <top>/simrd/simrd/... : the package only
+            # No member may point outside the folder it unpacks into: the
+            # whole archive is refused before anything is written.
+            if Path(m.name).is_absolute() or ".." in parts:
+                raise ReferenceUnavailable(f"{url}: member {m.name[:200]!r} points outside the archive; "
+                                           "nothing was written")
+            # <top>/simrd/simrd/... : the package only (regular files, no links)
             if len(parts) > 3 and parts[1:3] == ("simrd", "simrd") and m.isfile() and m.name.endswith(".py"):
                 members.append((Path(*parts[2:]), tar.extractfile(m).read()))
     if not members:
