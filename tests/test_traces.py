@@ -61,7 +61,7 @@ def test_extraction_checks_each_file(tmp_path, mirror):
         for info in src.infolist():
             data = src.read(info.filename)
             if info.filename.endswith("unet-6-8000000000.0-2020-10-1-10-57-18-default.log"):
-                data = data.replace(b'"TIME":', b'"TIME": ', 1)
+                data = data.replace(b'"TIME":', b'"TIMX":', 1)  # same size, other bytes
             z.writestr(info.filename, data)
     out = tmp_path / "out"
     with pytest.raises(ChecksumError, match="unet-6.*expected"):
@@ -95,3 +95,33 @@ def test_the_default_trace_folder_is_outside_the_checkout(monkeypatch):
     assert not traces.default_data_dir().resolve().is_relative_to(repo)
     monkeypatch.setenv(traces.DATA_ENV, "/somewhere/traces")
     assert traces.default_data_dir() == Path("/somewhere/traces")
+
+
+def test_a_source_larger_than_the_archive_is_not_read_to_the_end(tmp_path):
+    """A wrong mirror (here: an endless one) stops at the pinned size."""
+    with pytest.raises(ChecksumError, match="holds more than the 1,019,528 bytes expected"):
+        traces.fetch_archive(tmp_path / "logs.zip", mirror="file:///dev/zero", url="")
+    big = tmp_path / "big.zip"
+    big.write_bytes(b"\0" * (traces.ARTIFACT_BYTES + 1))
+    with pytest.raises(ChecksumError, match="holds more than"):
+        traces.fetch_archive(tmp_path / "logs.zip", mirror=str(big), url="")
+    assert not (tmp_path / "logs.zip").exists()
+
+
+def test_a_zip_bomb_is_refused_at_the_pinned_size(tmp_path):
+    bomb = tmp_path / "bomb.zip"
+    name = traces.TRACE_FILES["inception"]  # the first file checked
+    with zipfile.ZipFile(bomb, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        z.writestr(f"logs/{name}", b"\0" * (64 * 2**20))  # 64 MB from a few dozen KB
+    assert bomb.stat().st_size < 2**20
+    out = tmp_path / "out"
+    with pytest.raises(ChecksumError, match="larger than the pinned 939,105 bytes; nothing was written"):
+        traces.extract_traces(bomb, out)
+    assert not out.exists()
+
+
+def test_the_pinned_sizes_are_those_of_the_real_archive(mirror):
+    with zipfile.ZipFile(mirror) as z:
+        sizes = {i.filename.removeprefix("logs/"): i.file_size for i in z.infolist() if i.filename != "logs/"}
+    assert sizes == traces.FILE_BYTES
+    assert Path(mirror).stat().st_size == traces.ARTIFACT_BYTES

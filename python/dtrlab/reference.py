@@ -324,6 +324,8 @@ def baseline(path, start=False, simrd_path=None) -> dict[str, int]:
 
 
 ARCHIVE_URL = f"https://github.com/{SIMRD_REPO}/archive/{SIMRD_COMMIT}.tar.gz"
+#: Read no more than this of the repository archive (it is a few MB).
+ARCHIVE_LIMIT = 256 * 2**20
 
 
 def fetch(dest: str | os.PathLike, url: str = ARCHIVE_URL, retries: int = 3) -> Path:
@@ -337,7 +339,7 @@ def fetch(dest: str | os.PathLike, url: str = ARCHIVE_URL, retries: int = 3) -> 
     from dtrlab.traces import _read_source
 
     dest = Path(dest)
-    data = _read_source(url, retries, timeout=120)
+    data = _read_source(url, retries, timeout=120, limit=ARCHIVE_LIMIT)
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
         commit = tar.pax_headers.get("comment", "")
         if commit and commit != SIMRD_COMMIT:

@@ -51,6 +51,22 @@ FILE_SHA256: dict[str, str] = {
 
 TRACE_KEYS = tuple(TRACE_FILES)
 
+#: Sizes in bytes of the archive and of every file in it: nothing larger is
+#: ever read (a wrong source, or a zip bomb, stops at the bound, not at
+#: MemoryError).
+ARTIFACT_BYTES = 1_019_528
+FILE_BYTES: dict[str, int] = {
+    TRACE_FILES["inception"]: 939_105,
+    TRACE_FILES["lstm"]: 2_790_523,
+    TRACE_FILES["resnet32"]: 201_728,
+    TRACE_FILES["transformer"]: 1_060_761,
+    TRACE_FILES["treelstm"]: 2_408_734,
+    TRACE_FILES["densenet"]: 1_075_231,
+    TRACE_FILES["unet"]: 142_119,
+    TRACE_FILES["unroll_gan"]: 1_947_904,
+    "manifest.json": 1_744,
+}
+
 #: Environment variables: a local copy of logs.zip (path or URL), and the
 #: folder holding extracted traces.
 MIRROR_ENV = "DTRLAB_ARTIFACT_MIRROR"
@@ -94,18 +110,27 @@ def default_data_dir() -> Path:
     return Path(platformdirs.user_cache_dir("dtrlab")) / "traces"
 
 
-def _read_source(source: str, retries: int, timeout: float) -> bytes:
-    """Bytes of a local path, a file:// URL or an http(s) URL (with retries)."""
+def _read_source(source: str, retries: int, timeout: float, limit: int) -> bytes:
+    """Bytes of a local path, a file:// URL or an http(s) URL (with retries);
+    more than ``limit`` bytes is a :class:`ChecksumError` (read no further)."""
+    too_big = ChecksumError(f"{source} holds more than the {limit:,} bytes expected; nothing was written")
     if "://" not in source:
         path = Path(source)
         if not path.is_file():
             raise DownloadError(f"mirror {source} does not exist")
-        return path.read_bytes()
+        with open(path, "rb") as f:
+            data = f.read(limit + 1)
+        if len(data) > limit:
+            raise too_big
+        return data
     last: Exception | None = None
     for attempt in range(retries):
         try:
             with urllib.request.urlopen(source, timeout=timeout) as r:
-                return r.read()
+                data = r.read(limit + 1)
+            if len(data) > limit:
+                raise too_big
+            return data
         except OSError as e:  # URLError is an OSError
             last = e
             time.sleep(min(2**attempt, 10))
@@ -129,7 +154,7 @@ def fetch_archive(
     errors = []
     for source in sources:
         try:
-            data = _read_source(source, retries, timeout)
+            data = _read_source(source, retries, timeout, limit=ARTIFACT_BYTES)
         except DownloadError as e:
             errors.append(str(e))
             continue
@@ -158,7 +183,13 @@ def extract_traces(archive: str | os.PathLike, out_dir: str | os.PathLike) -> di
         contents: dict[str, bytes] = {}
         for name, expected in FILE_SHA256.items():
             try:
-                data = zf.read(f"logs/{name}")
+                # Streamed and bounded: a member inflating past its pinned size
+                # (a zip bomb) is refused at the bound.
+                with zf.open(f"logs/{name}") as member:
+                    data = member.read(FILE_BYTES[name] + 1)
+                if len(data) > FILE_BYTES[name]:
+                    raise ChecksumError(f"{archive}: logs/{name} is larger than the pinned "
+                                        f"{FILE_BYTES[name]:,} bytes; nothing was written")
             except KeyError as e:
                 raise ChecksumError(f"{archive} lacks logs/{name}; nothing was written") from e
             except (zipfile.BadZipFile, zlib.error) as e:
