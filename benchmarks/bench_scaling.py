@@ -127,20 +127,15 @@ def chain_axis(depths: list[int], limit: float, with_ref: bool, ref_max_depth: i
         path = work / f"chain-{n}.log"
         write_chain(n, path)
         size_mb = path.stat().st_size / 2**20
+        engines = ["native", "simrd"] if with_ref and n <= ref_max_depth else ["native"]
         for heuristic in ("DTR", "LRU"):
-            log(f"chain {n:,} ({size_mb:.0f} MB) {heuristic}: native ...")
-            m = measure("native", path, [{"budget": CHAIN_BUDGET, "cap": None, "heuristic": heuristic}], limit)
-            row = {"depth": n, "file_mb": round(size_mb, 1), "heuristic": heuristic, "engine": "native"}
-            row.update(result_fields(m))
-            rows.append(row)
-            log(json.dumps(row))
-            if with_ref and n <= ref_max_depth:
-                log(f"chain {n:,} {heuristic}: simrd ...")
-                m = measure("simrd", path, [{"budget": CHAIN_BUDGET, "cap": None, "heuristic": heuristic}], limit)
-                ref = {"depth": n, "file_mb": round(size_mb, 1), "heuristic": heuristic, "engine": "simrd"}
-                ref.update(result_fields(m))
-                rows.append(ref)
-                log(json.dumps(ref))
+            for engine in engines:
+                log(f"chain {n:,} ({size_mb:.0f} MB) {heuristic}: {engine} ...")
+                m = measure(engine, path, [{"budget": CHAIN_BUDGET, "cap": None, "heuristic": heuristic}], limit)
+                row = {"depth": n, "file_mb": round(size_mb, 1), "heuristic": heuristic, "engine": engine}
+                row.update(result_fields(m))
+                rows.append(row)
+                log(json.dumps(row))
         path.unlink()
     return rows
 
