@@ -4,9 +4,10 @@ Every command that a workflow rule runs records a small sidecar next to each
 output (``<dir>/.provenance/<name>.json``: producing rule, input hashes,
 parameters), before it writes the output: so an artifact without its sidecar
 was never produced by a rule, and the workflow refuses it at the start
-(:func:`unrecorded`) instead of failing in the manifest at the end. The ``manifest`` rule gathers them into ``results/MANIFEST.json``
-with each artifact's sha256 and size, the config hash, the code version, the
-engine version and the package versions. ``dtrlab verify`` re-hashes every
+(:func:`unrecorded`) instead of failing in the manifest at the end. The
+``manifest`` rule gathers them into ``results/MANIFEST.json`` with each
+artifact's sha256 and size, the config hash, the code version, the engine
+version and the package versions. ``dtrlab verify`` re-hashes every
 artifact against the manifest.
 
 Everything hashed is byte-deterministic: no timestamps, no absolute paths.
