@@ -123,10 +123,9 @@ def sweep_chunks(name):
 
 
 def sweep_chunk_files(wildcards):
-    n = len(sweep_chunks(wildcards.sweep))
-    return [
-        f"{RESULTS}/sweeps/{wildcards.sweep}/chunk-{i:03d}.parquet" for i in range(n)
-    ]
+    sweep = wildcards.sweep
+    n = len(sweep_chunks(sweep))
+    return [f"{RESULTS}/sweeps/{sweep}/chunk-{i:03d}.parquet" for i in range(n)]
 
 
 def task_params(**params):
