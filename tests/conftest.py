@@ -16,7 +16,6 @@ os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
 from functools import lru_cache  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-import platformdirs  # noqa: E402
 import pytest  # noqa: E402
 import yaml  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
@@ -28,9 +27,9 @@ from dtrlab import traces  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN = Path(__file__).parent / "golden"
 SYNTHETIC = GOLDEN / "synthetic"
-#: Where tests keep what outlives a run (fetched traces live in the package's
-#: own per-user cache; see dtrlab.traces.default_data_dir).
-CACHE = Path(platformdirs.user_cache_dir("dtrlab"))
+#: Where tests keep what outlives a run: dtrlab's per-user cache (fetched
+#: traces live there too; see dtrlab.traces.default_data_dir).
+CACHE = traces.cache_dir()
 
 # Hypothesis: a fast profile by default, a thorough one with DTRLAB_HYPOTHESIS=thorough;
 # its storage (example database, constants) in the user cache, not in the checkout.

@@ -43,6 +43,12 @@ def real(name: str, value, lo: float, lo_open: bool = False, allow_inf: bool = F
     return value
 
 
+def cap(value) -> float | None:
+    """An overhead cap: None (no cap), or a number above 1 (``+inf`` = no cap).
+    remat_limit = compute x (cap - 1): a cap of 1 or less allows no work at all."""
+    return None if value is None else real("cap", value, 1.0, lo_open=True, allow_inf=True)
+
+
 def boolean(name: str, value) -> bool:
     if not isinstance(value, bool):
         raise BadArgumentType(f"{name} must be True or False, not {type(value).__name__} ({value!r})")

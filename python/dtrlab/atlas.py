@@ -182,8 +182,7 @@ def build(
     if hi_budget < lo_budget:
         raise ValueError(f"hi_budget {hi_budget} is below lo_budget {lo_budget}")
     arguments.choice("heuristic", heuristic, engine.HEURISTICS)
-    if cap is not None:
-        cap = arguments.real("cap", cap, 1.0, lo_open=True, allow_inf=True)
+    cap = arguments.cap(cap)
     for name, value in (("max_runs", max_runs), ("max_total_runs", max_total_runs)):
         if value is not None:
             arguments.integer(name, value, 1)

@@ -64,7 +64,8 @@ def _did_you_mean(error) -> str:
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
-_SCALARS = {"integer": int, "number": (int, float), "boolean": bool}
+#: Python types of the schema's scalar types.
+_SCALARS = {"integer": (int,), "number": (int, float), "boolean": (bool,)}
 
 
 def _coerce(value, sub: dict, root: dict):
@@ -91,8 +92,7 @@ def _coerce(value, sub: dict, root: dict):
     if isinstance(value, str):
         kinds = sub.get("type", [])
         kinds = [kinds] if isinstance(kinds, str) else kinds
-        wanted = tuple(t for k in kinds if k in _SCALARS for t in
-                       (_SCALARS[k] if isinstance(_SCALARS[k], tuple) else (_SCALARS[k],)))
+        wanted = tuple(t for k in kinds for t in _SCALARS.get(k, ()))
         if wanted or "null" in kinds:
             try:
                 parsed = yaml.safe_load(value)

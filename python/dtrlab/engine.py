@@ -77,7 +77,7 @@ def load_trace(path: str | os.PathLike, start: bool = False) -> Trace:
     Raises :class:`dtrlab.TraceError` naming the file and line on bad input.
     """
     if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"path must be a trace file or key, not {type(path).__name__} ({path!r})")
+        raise arguments.BadArgumentType(f"path must be a trace file or key, not {type(path).__name__} ({path!r})")
     arguments.boolean("start", start)
     p = resolve_trace(path)
     # The engine reads the bytes in place (and checks they are UTF-8): no
@@ -256,9 +256,7 @@ def simulate(
     if ratio is not None:
         ratio = arguments.real("ratio", ratio, 0.0, lo_open=True)
     arguments.choice("heuristic", heuristic, HEURISTICS)
-    if cap is not None:
-        # remat_limit = compute x (cap - 1): a cap of 1 or less allows no work at all.
-        cap = arguments.real("cap", cap, 1.0, lo_open=True, allow_inf=True)
+    cap = arguments.cap(cap)
     seed = 0 if seed is None else arguments.integer("seed", seed)
     retain = arguments.storage_ids("retain", retain)
     arguments.boolean("events", events)

@@ -97,40 +97,42 @@ def default_mirror() -> str | None:
     return None
 
 
+def cache_dir() -> Path:
+    """dtrlab's per-user cache (``~/.cache/dtrlab`` on Linux)."""
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("dtrlab"))
+
+
 def default_data_dir() -> Path:
     """Where the API and the CLI keep the traces: ``$DTRLAB_DATA``, else the
     per-user cache (``~/.cache/dtrlab/traces`` on Linux). Never a folder of
     the checkout: ``data/`` belongs to the workflow, which records the
     provenance of everything it puts there."""
     env = os.environ.get(DATA_ENV)
-    if env:
-        return Path(env)
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("dtrlab")) / "traces"
+    return Path(env) if env else cache_dir() / "traces"
 
 
 def _read_source(source: str, retries: int, timeout: float, limit: int) -> bytes:
     """Bytes of a local path, a file:// URL or an http(s) URL (with retries);
     more than ``limit`` bytes is a :class:`ChecksumError` (read no further)."""
-    too_big = ChecksumError(f"{source} holds more than the {limit:,} bytes expected; nothing was written")
+    def bounded(stream) -> bytes:
+        data = stream.read(limit + 1)
+        if len(data) > limit:
+            raise ChecksumError(f"{source} holds more than the {limit:,} bytes expected; nothing was written")
+        return data
+
     if "://" not in source:
         path = Path(source)
         if not path.is_file():
             raise DownloadError(f"mirror {source} does not exist")
         with open(path, "rb") as f:
-            data = f.read(limit + 1)
-        if len(data) > limit:
-            raise too_big
-        return data
+            return bounded(f)
     last: Exception | None = None
     for attempt in range(retries):
         try:
             with urllib.request.urlopen(source, timeout=timeout) as r:
-                data = r.read(limit + 1)
-            if len(data) > limit:
-                raise too_big
-            return data
+                return bounded(r)
         except OSError as e:  # URLError is an OSError
             last = e
             time.sleep(min(2**attempt, 10))
