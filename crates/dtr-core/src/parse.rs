@@ -21,8 +21,7 @@ pub fn parse_trace(source: &str, text: &str, start: bool) -> Result<Trace, Trace
     let mut i = 0;
     if start {
         loop {
-            reader.fill(i + 1)?;
-            let Some(r) = reader.get(i) else {
+            let Some(r) = reader.at(i)? else {
                 return Err(TraceError {
                     file: source.to_string(),
                     line: 0,
@@ -37,9 +36,7 @@ pub fn parse_trace(source: &str, text: &str, start: bool) -> Result<Trace, Trace
         }
     }
     let mut b = Builder::new(source);
-    loop {
-        reader.fill(i + 1)?;
-        let Some(r) = reader.get(i) else { break };
+    while let Some(r) = reader.at(i)? {
         let needs = r.lines_owned();
         reader.fill(i + needs)?;
         i = b.step(&reader, i)?;
@@ -105,6 +102,12 @@ impl<'a> Reader<'a> {
             self.window.extend(read_records(self.source, &batch)?);
         }
         Ok(())
+    }
+
+    /// The record of line `k`, decoding up to it; None past the end.
+    fn at(&mut self, k: usize) -> Result<Option<&Record<'a>>, TraceError> {
+        self.fill(k + 1)?;
+        Ok(self.get(k))
     }
 
     fn get(&self, k: usize) -> Option<&Record<'a>> {
