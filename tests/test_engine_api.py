@@ -124,3 +124,25 @@ def test_other_traces_replay_under_pressure(key, load):
     r = dtrlab.simulate(load(key), ratio=0.5, self_check=False)
     assert r.status in {"ok", "oom", "thrashed"}
     assert r.max_memory <= r.budget
+
+
+# Points where lazy region bookkeeping once diverged from the reference's
+# order of work (a model operator whose input is evicted), and thrashing runs.
+@pytest.mark.parametrize(
+    "key,heuristic,ratio,cap",
+    [
+        ("unroll_gan", "DTR", 0.20, 60.0),
+        ("unroll_gan", "MSPS", 0.20, 2.0),
+        ("unroll_gan", "AbEStale", 0.30, 2.0),
+        ("lstm", "DTR", 0.264, 60.0),
+        ("inception", "DTR", 0.20, 2.0),
+        ("treelstm", "AbESize", 0.15, 2.0),
+    ],
+)
+def test_lazy_regions_give_the_eager_run_on_public_traces(key, heuristic, ratio, cap, load):
+    trace = load(key)
+    lazy = dtrlab.simulate(trace, ratio=ratio, heuristic=heuristic, cap=cap, events=True)
+    eager = dtrlab.simulate(trace, ratio=ratio, heuristic=heuristic, cap=cap, events=True, eager_regions=True)
+    assert lazy.evictions > 1000
+    assert lazy.to_dict(evicted_ids=True) == eager.to_dict(evicted_ids=True)
+    assert lazy.events_columns == eager.events_columns

@@ -31,6 +31,20 @@ def test_invariants_hold_after_every_command(text, heuristic, ratio):
     _run(_load(text), ratio=ratio, heuristic=heuristic, self_check=True)
 
 
+REGION_HEURISTICS = st.sampled_from(["DTR", "MSPS", "AbE", "AbESize", "AbEStale"])
+
+
+@given(traces(), REGION_HEURISTICS, RATIOS, st.sampled_from([2.0, 60.0, None]))
+def test_lazy_regions_give_the_eager_run(text, heuristic, ratio, cap):
+    """Rebuilding a region only when it is read, and scoring only candidates
+    that could win, changes no field and no event of a run."""
+    trace = _load(text)
+    lazy = _run(trace, ratio=ratio, heuristic=heuristic, cap=cap, events=True)
+    eager = _run(trace, ratio=ratio, heuristic=heuristic, cap=cap, events=True, eager_regions=True)
+    assert lazy.to_dict(evicted_ids=True) == eager.to_dict(evicted_ids=True)
+    assert lazy.events_columns == eager.events_columns
+
+
 def _class_view(r: dtrlab.SimResult) -> dict:
     d = r.to_dict(evicted_ids=True)
     d.pop("budget")

@@ -239,6 +239,7 @@ def simulate(
     engine: str = "native",
     start: bool = False,
     self_check: bool = False,
+    eager_regions: bool = False,
 ) -> SimResult:
     """Replay ``trace`` under ``budget`` bytes or ``ratio`` of the baseline peak.
 
@@ -247,7 +248,10 @@ def simulate(
     ``events=True`` records every eviction and rematerialization.
     ``start`` applies only when ``trace`` is a path or key. ``self_check``
     makes the native engine verify its invariants after every command (slow;
-    a violation raises :class:`dtrlab.EngineError`).
+    a violation raises :class:`dtrlab.EngineError`). ``eager_regions`` makes
+    it rebuild every evicted-neighbourhood region as soon as it changes and
+    score every candidate, as the reference orders its work: the same result,
+    slower (an oracle for tests).
     """
     if (budget is None) == (ratio is None):
         raise ValueError("give exactly one of budget (bytes) or ratio (of the baseline peak)")
@@ -262,6 +266,7 @@ def simulate(
     arguments.boolean("events", events)
     arguments.boolean("start", start)
     arguments.boolean("self_check", self_check)
+    arguments.boolean("eager_regions", eager_regions)
     arguments.choice("engine", engine, ("native", "simrd"))
     t = _as_trace(trace, start=start)
     if engine == "native":
@@ -274,6 +279,7 @@ def simulate(
             retain=retain,
             events=events,
             self_check=self_check,
+            eager_regions=eager_regions,
         )
     elif engine == "simrd":
         from dtrlab import reference

@@ -34,6 +34,10 @@ pub struct RunConfig {
     /// a from-scratch rebuild, the pool is exactly the resident, unlocked,
     /// unpinned storages, and resident bytes fit the budget after an operator.
     pub self_check: bool,
+    /// Rebuild every region as soon as it is marked stale and score every
+    /// candidate exactly, as the reference orders the work: same results,
+    /// slower; an oracle for tests of the lazy bookkeeping.
+    pub eager_regions: bool,
 }
 
 /// Why a replay stopped early.
@@ -47,6 +51,14 @@ impl From<EngineError> for Stop {
     fn from(e: EngineError) -> Self {
         Stop::Error(e)
     }
+}
+
+/// Which stale regions may not wait to be read (see `Replay::ensure_exact`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Eager {
+    None,
+    Forward,
+    All,
 }
 
 /// A pending `materialize(tensor)` call.
@@ -89,12 +101,21 @@ struct Replay<'a> {
     owed_fwd: Vec<Vec<(u32, Rc<Region>)>>,
     owed_rev: Vec<Vec<(u32, Rc<Region>)>>,
     /// Regions owed a rebuild (`[forward, reverse]` per storage) and their
-    /// list. A rematerialization asks for a rebuild of every region around
-    /// it, and a deep rematerialization asks again and again before any
-    /// region is read; rebuilding once, right before anything that could
-    /// change its outcome or read it, gives the same region (see `flush`).
+    /// list (which may also hold entries already rebuilt). A
+    /// rematerialization asks for a rebuild of every region around it, and
+    /// thrashing asks again and again for the same regions; a stale region
+    /// is rebuilt only when it is read, which gives the same region (see
+    /// `ensure_exact`).
     stale: Vec<[bool; 2]>,
-    stale_list: Vec<(u32, Direction)>,
+    stale_list: [Vec<u32>; 2],
+    /// Victim-choice scratch: `(storage, score or lower bound, exact)` in
+    /// pool order, and the positions still to score exactly.
+    candidates: Vec<(u32, f64, bool)>,
+    bounded: Vec<u32>,
+    /// While a model operator with an evicted input is being materialized,
+    /// which regions must be rebuilt as soon as they are marked stale
+    /// (see `ensure_exact`).
+    eager: Eager,
     eq: EqClasses,
     eq_node: Vec<Option<u32>>,
     pool: Pool,
@@ -173,7 +194,10 @@ impl<'a> Replay<'a> {
             owed_fwd: if regions_on { vec![Vec::new(); n] } else { Vec::new() },
             owed_rev: if regions_on { vec![Vec::new(); n] } else { Vec::new() },
             stale: if regions_on { vec![[false; 2]; n] } else { Vec::new() },
-            stale_list: Vec::new(),
+            stale_list: [Vec::new(), Vec::new()],
+            candidates: Vec::new(),
+            bounded: Vec::new(),
+            eager: if cfg.eager_regions { Eager::All } else { Eager::None },
             eq: EqClasses::default(),
             eq_node: if eq_on { vec![None; n] } else { Vec::new() },
             pool: Pool::new(n),
@@ -247,10 +271,22 @@ impl<'a> Replay<'a> {
 
     /// A model operator: create its outputs, materialize the first one.
     fn compute_op(&mut self, op: u32) -> Result<(), Stop> {
-        self.flush();
         self.model_ops += 1;
         let trace = self.trace;
         let o = &trace.ops[op as usize];
+        let evicted_input = |p: &TensorId| !self.material[self.storage(*p) as usize];
+        if self.regions_on && trace.parents(o.first_output).iter().any(evicted_input) {
+            // See `ensure_exact`.
+            let outputs = o.first_output..o.first_output + o.n_outputs;
+            let alias_of_evicted = outputs.clone().any(|t| {
+                let s = self.storage(t);
+                s != t && !self.material[s as usize]
+            });
+            if self.eager == Eager::None {
+                self.eager = if alias_of_evicted { Eager::All } else { Eager::Forward };
+            }
+            self.flush(self.eager);
+        }
         let outputs = o.first_output..o.first_output + o.n_outputs;
         self.created = outputs.end;
         for t in outputs.clone() {
@@ -270,7 +306,11 @@ impl<'a> Replay<'a> {
                 self.const_bytes += trace.tensors[t as usize].size;
             }
         }
-        self.materialize(o.first_output, false)?;
+        let done = self.materialize(o.first_output, false);
+        if !self.cfg.eager_regions {
+            self.eager = Eager::None;
+        }
+        done?;
         for t in outputs {
             let s = self.storage(t);
             self.last_access_int[s as usize] = self.clock as i64;
@@ -483,7 +523,7 @@ impl<'a> Replay<'a> {
 
     /// Evict victims until `request` more bytes fit.
     fn free(&mut self, request: u64, computing: TensorId, depth: u32) -> Result<(), Stop> {
-        self.flush();
+        self.flush(self.eager);
         loop {
             let Some(v) = self.choose() else {
                 self.sample_pinned(depth);
@@ -617,28 +657,70 @@ impl<'a> Replay<'a> {
         let flag = &mut self.stale[s as usize][dir as usize];
         if !*flag {
             *flag = true;
-            self.stale_list.push((s, dir));
+            let list = &mut self.stale_list[dir as usize];
+            if list.len() >= self.stale.len() + 64 {
+                // Drop the entries of regions rebuilt since they were listed.
+                let stale = &self.stale;
+                list.retain(|&x| stale[x as usize][dir as usize]);
+            }
+            list.push(s);
         }
     }
 
-    /// Rebuild every stale region. Called before any region is read and
-    /// before anything but a rematerialization changes the graph: an
-    /// eviction (it could extend a walk and owes absorbs), a model
-    /// operator (new links, new compute). A rematerialization in between
-    /// changes a stale region's walk only by making one of its evicted
-    /// storages resident, and that marks the region stale again; so the
-    /// deferred rebuild walks exactly the graph the immediate one would have.
-    /// (Regions off, nothing is ever stale.)
-    fn flush(&mut self) {
-        while let Some((s, dir)) = self.stale_list.pop() {
-            // Unmarked since: rebuilt meanwhile (a fresh storage).
-            if !self.stale[s as usize][dir as usize] {
-                continue;
-            }
-            if self.regions_unused(s) {
-                self.stale[s as usize][dir as usize] = false;
-            } else {
-                self.rebuild(s, dir); // clears the mark
+    /// Make both regions of `s` exact before they are read: rebuild a stale
+    /// one, apply the absorbs owed to the other.
+    ///
+    /// Why a region may wait, stale, until it is read. Storage links go from
+    /// lower to higher storage ids (an output's storage is new, or the
+    /// storage of its operator's single argument), so the storage graph is
+    /// acyclic, and then absorbing an evicted frontier storage gives exactly
+    /// the interior, frontier and compute a rebuild would (the absorbed
+    /// region cannot reach back to the base); rematerialization marks every
+    /// region it changes stale. So a region kept up to date is what a
+    /// rebuild would give, and a late rebuild equals an early one plus the
+    /// updates — with one exception, which the reference keeps: a model
+    /// operator with an evicted input creates links out of that evicted
+    /// storage, and until the operator runs, forward regions built before
+    /// see none of them while regions rebuilt since see them all (its
+    /// inputs' materialization then marks them all stale). Over that
+    /// stretch forward regions are rebuilt when marked, as the reference
+    /// does (`Eager::Forward`); reverse regions cannot reach the new links
+    /// (the new storages have no children yet). An alias output of an
+    /// evicted input also adds compute to an evicted storage, which both
+    /// directions' sums would see: then every region is rebuilt when marked
+    /// (`Eager::All`). Stale regions are rebuilt before such a stretch.
+    /// Proven on the golden records and A/B against eager rebuilding.
+    #[inline]
+    fn ensure_exact(&mut self, s: u32) {
+        let si = s as usize;
+        if self.stale[si][0] {
+            self.rebuild(s, Direction::Forward);
+        }
+        if self.stale[si][1] {
+            self.rebuild(s, Direction::Reverse);
+        }
+        self.settle_regions(s);
+    }
+
+    /// Rebuild the stale regions `which` asks for (see `ensure_exact`;
+    /// regions off, nothing is ever stale).
+    fn flush(&mut self, which: Eager) {
+        let dirs: &[Direction] = match which {
+            Eager::None => &[],
+            Eager::Forward => &[Direction::Forward],
+            Eager::All => &[Direction::Forward, Direction::Reverse],
+        };
+        for &dir in dirs {
+            while let Some(s) = self.stale_list[dir as usize].pop() {
+                // Unmarked since: rebuilt meanwhile.
+                if !self.stale[s as usize][dir as usize] {
+                    continue;
+                }
+                if self.regions_unused(s) {
+                    self.stale[s as usize][dir as usize] = false;
+                } else {
+                    self.rebuild(s, dir); // clears the mark
+                }
             }
         }
     }
@@ -685,7 +767,11 @@ impl<'a> Replay<'a> {
     // ----- eviction -------------------------------------------------------
 
     fn evict(&mut self, s: u32, kind: EventKind, depth: u32) {
-        self.flush();
+        self.flush(self.eager);
+        if self.regions_on && !self.regions_unused(s) {
+            // Its regions are absorbed by its frontiers': they must be exact.
+            self.ensure_exact(s);
+        }
         let trace = self.trace;
         self.material[s as usize] = false;
         for &t in trace.storage_tensors.get(s) {
@@ -704,7 +790,6 @@ impl<'a> Replay<'a> {
             ev.push(kind, self.model_ops, depth, s, s, size, pinned, self.clock);
         }
         if self.regions_on {
-            self.settle_regions(s);
             let own_fwd = Rc::new(std::mem::take(&mut self.fwd[s as usize]));
             let own_rev = Rc::new(std::mem::take(&mut self.rev[s as usize]));
             for &p in &own_rev.frontier {
@@ -758,6 +843,9 @@ impl<'a> Replay<'a> {
                 let k = self.rng.below(candidates.len() as u64) as usize;
                 Some(candidates[k])
             }
+            Heuristic::Score { cost: cost @ (Cost::Neighbourhood | Cost::Msps), size, stale } => {
+                self.choose_bounded(cost, size, stale)
+            }
             h => {
                 let mut best = f64::INFINITY;
                 let mut best_s = None;
@@ -768,9 +856,6 @@ impl<'a> Replay<'a> {
                     next = self.pool.next_of(s);
                     if self.retained[s as usize] {
                         continue;
-                    }
-                    if self.regions_on {
-                        self.settle_regions(s);
                     }
                     evals += 1;
                     let h_s = self.score(h, s);
@@ -786,6 +871,129 @@ impl<'a> Replay<'a> {
                 best_s
             }
         }
+    }
+
+    /// The reference's scan for region scores, without reading every region.
+    ///
+    /// The reference keeps a candidate whose score is `<=` the best so far
+    /// and stops at the first score 0: it picks the first zero in pool
+    /// order, else the last candidate with the minimal score, and scores the
+    /// candidates up to that zero (or all). A stale region is only bounded
+    /// below (by its direct evicted neighbours, which any walk reaches), and
+    /// a score rises with its cost term, so a candidate whose bound already
+    /// exceeds an exact score cannot be picked and its region is not rebuilt.
+    fn choose_bounded(&mut self, cost: Cost, size: bool, stale: bool) -> Option<u32> {
+        let mut cands = std::mem::take(&mut self.candidates);
+        cands.clear();
+        let both = cost == Cost::Neighbourhood;
+        let mut best = f64::INFINITY;
+        let mut first_zero = None;
+        let mut next = self.pool.first();
+        while let Some(s) = next {
+            next = self.pool.next_of(s);
+            let si = s as usize;
+            if self.retained[si] {
+                continue;
+            }
+            let exact = !(self.stale[si][1] || (both && self.stale[si][0]));
+            let cost_term = if exact {
+                self.settle_regions(s);
+                self.region_cost(cost, s)
+            } else {
+                let fwd = if !both {
+                    0
+                } else if self.stale[si][0] {
+                    self.evicted_neighbour_compute(s, Direction::Forward)
+                } else {
+                    self.fwd[si].compute
+                };
+                let rev = if self.stale[si][1] {
+                    self.evicted_neighbour_compute(s, Direction::Reverse)
+                } else {
+                    self.rev[si].compute
+                };
+                self.compute[si] as i128 + fwd as i128 + rev as i128
+            };
+            let v = self.candidate_score(size, stale, s, cost_term);
+            cands.push((s, v, exact));
+            if exact {
+                best = best.min(v);
+                if v == 0.0 {
+                    first_zero = Some(cands.len() - 1);
+                    break;
+                }
+            }
+        }
+        // Score exactly, lowest bound first, what could still be picked.
+        let mut bounded = std::mem::take(&mut self.bounded);
+        bounded.clear();
+        bounded.extend((0..cands.len() as u32).filter(|&i| !cands[i as usize].2 && cands[i as usize].1 <= best));
+        bounded.sort_by(|&a, &b| cands[a as usize].1.total_cmp(&cands[b as usize].1).then(a.cmp(&b)));
+        for &i in &bounded {
+            let (s, bound, _) = cands[i as usize];
+            if bound > best {
+                break;
+            }
+            self.ensure_exact(s);
+            let v = self.candidate_score(size, stale, s, self.region_cost(cost, s));
+            cands[i as usize] = (s, v, true);
+            best = best.min(v);
+            if v == 0.0 {
+                // Bounds of 0 come in pool order: no earlier zero is left.
+                first_zero = Some(i as usize);
+                break;
+            }
+        }
+        let chosen = match first_zero {
+            Some(z) => {
+                self.heuristic_evals += z as u64 + 1;
+                Some(cands[z].0)
+            }
+            None => {
+                self.heuristic_evals += cands.len() as u64;
+                cands.iter().rev().find(|&&(_, v, exact)| exact && v == best).map(|c| c.0)
+            }
+        };
+        self.candidates = cands;
+        self.bounded = bounded;
+        chosen
+    }
+
+    /// Summed compute of the distinct evicted storages adjacent to `s` in
+    /// `dir`: a lower bound of that region's compute.
+    fn evicted_neighbour_compute(&mut self, s: u32, dir: Direction) -> u64 {
+        let g = GraphView { trace: self.trace, created: self.created, material: &self.material, compute: &self.compute };
+        let marks = &mut self.marks;
+        marks.reset();
+        let mut sum = 0u64;
+        g.for_each_neighbour(s, dir, |n| {
+            if !g.material[n as usize] && marks.insert(n) {
+                sum += g.compute[n as usize];
+            }
+        });
+        sum
+    }
+
+    /// The cost term of a region score from exact regions.
+    #[inline]
+    fn region_cost(&self, cost: Cost, s: u32) -> i128 {
+        let si = s as usize;
+        let c = self.compute[si] as i128;
+        match cost {
+            Cost::Neighbourhood => c + self.fwd[si].compute as i128 + self.rev[si].compute as i128,
+            _ => c + self.rev[si].compute as i128,
+        }
+    }
+
+    #[inline]
+    fn candidate_score(&self, size: bool, stale: bool, s: u32, cost: i128) -> f64 {
+        let si = s as usize;
+        let staleness = if self.last_access_int[si] == self.never_access {
+            None
+        } else {
+            Some((self.clock as i64 - self.last_access_int[si]) as u64)
+        };
+        score(size, stale, Candidate { cost, size: self.trace.storage_size(s), staleness })
     }
 
     fn score(&self, h: Heuristic, s: u32) -> f64 {
@@ -838,7 +1046,7 @@ impl<'a> Replay<'a> {
 
     fn check_invariants(&mut self) -> Result<(), EngineError> {
         if self.regions_on {
-            self.flush();
+            self.flush(Eager::All);
             for s in 0..self.created {
                 self.settle_regions(s);
             }

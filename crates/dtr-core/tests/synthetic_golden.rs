@@ -69,11 +69,18 @@ fn every_synthetic_record_matches() {
             retain: Vec::new(),
             events: true,
             self_check: true,
+            eager_regions: false,
         };
-        let got = as_record(&simulate(trace, &cfg).unwrap());
-        for (field, value) in got {
-            if let Some(expected) = rec.get(field) {
-                assert_eq!(&value, expected, "{name} {} ratio {ratio} cap {}: {field}", rec["heuristic"], rec["cap"]);
+        // With the self-check (every region settled after every command) and
+        // without it (regions rebuilt only when read).
+        for self_check in [true, false] {
+            let cfg = RunConfig { self_check, ..cfg.clone() };
+            let got = as_record(&simulate(trace, &cfg).unwrap());
+            for (field, value) in got {
+                if let Some(expected) = rec.get(field) {
+                    assert_eq!(&value, expected, "{name} {} ratio {ratio} cap {} self_check {self_check}: {field}",
+                               rec["heuristic"], rec["cap"]);
+                }
             }
         }
         runs += 1;

@@ -145,7 +145,7 @@ impl Trace {
 
     /// Replay under a byte budget (or a ratio of the baseline peak) and return
     /// a dict with the golden record's field names.
-    #[pyo3(signature = (budget=None, ratio=None, heuristic="DTR", cap=Some(60.0), seed=0, retain=Vec::new(), events=false, self_check=false))]
+    #[pyo3(signature = (budget=None, ratio=None, heuristic="DTR", cap=Some(60.0), seed=0, retain=Vec::new(), events=false, self_check=false, eager_regions=false))]
     #[allow(clippy::too_many_arguments)]
     fn simulate<'py>(
         &self,
@@ -158,6 +158,7 @@ impl Trace {
         retain: Vec<u32>,
         events: bool,
         self_check: bool,
+        eager_regions: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
         let h = core::Heuristic::from_name(heuristic).ok_or_else(|| {
             let names: Vec<&str> = core::HEURISTIC_NAMES.iter().map(|(n, _)| *n).collect();
@@ -178,6 +179,7 @@ impl Trace {
             retain,
             events,
             self_check,
+            eager_regions,
         };
         let t = self.inner.clone();
         let r = guarded(py, move || core::simulate(&t, &cfg))?;
