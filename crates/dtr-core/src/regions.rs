@@ -138,6 +138,42 @@ impl Region {
         }
     }
 
+    /// `rebuild`, abandoned (false, content undefined) as soon as the
+    /// interior's compute exceeds `limit`.
+    pub fn rebuild_within(
+        &mut self,
+        base: u32,
+        dir: Direction,
+        g: &GraphView,
+        marks: &mut Marks,
+        stack: &mut Vec<u32>,
+        limit: u64,
+    ) -> bool {
+        self.clear();
+        marks.reset();
+        marks.insert(base);
+        stack.clear();
+        stack.push(base);
+        while let Some(s) = stack.pop() {
+            g.for_each_neighbour(s, dir, |us| {
+                if marks.insert(us) {
+                    // SAFETY: storage ids index per-storage arrays of the trace's tensor count.
+                    if unsafe { *g.material.get_unchecked(us as usize) } {
+                        self.frontier.push(us);
+                    } else {
+                        self.interior.push(us);
+                        self.compute += unsafe { *g.compute.get_unchecked(us as usize) };
+                        stack.push(us);
+                    }
+                }
+            });
+            if self.compute > limit {
+                return false;
+            }
+        }
+        true
+    }
+
     /// Absorb the just-evicted frontier storage `s`, whose same-direction
     /// region (as it was while resident) is `s_region`.
     pub fn absorb(&mut self, s: u32, s_region: &Region, compute: &[u64], marks: &mut Marks) {

@@ -53,6 +53,17 @@ impl From<EngineError> for Stop {
     }
 }
 
+/// A victim candidate: its score, or a lower bound of it with the bounds of
+/// its two region sums.
+#[derive(Clone, Copy)]
+struct Cand {
+    s: u32,
+    v: f64,
+    exact: bool,
+    fwd: u64,
+    rev: u64,
+}
+
 /// Which stale regions may not wait to be read (see `Replay::ensure_exact`).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Eager {
@@ -108,9 +119,15 @@ struct Replay<'a> {
     /// `ensure_exact`).
     stale: Vec<[bool; 2]>,
     stale_list: [Vec<u32>; 2],
+    /// Per stale region: how often it was marked, and the compute an
+    /// abandoned rebuild had summed by then. Until the region is marked
+    /// again no storage left its interior (evictions and new links only add
+    /// to it), so that partial sum stays a lower bound of its compute.
+    marked: Vec<[u32; 2]>,
+    partial: Vec<[(u32, u64); 2]>,
     /// Victim-choice scratch: `(storage, score or lower bound, exact)` in
     /// pool order, and the positions still to score exactly.
-    candidates: Vec<(u32, f64, bool)>,
+    candidates: Vec<Cand>,
     bounded: Vec<u32>,
     /// While a model operator with an evicted input is being materialized,
     /// which regions must be rebuilt as soon as they are marked stale
@@ -195,6 +212,8 @@ impl<'a> Replay<'a> {
             owed_rev: if regions_on { vec![Vec::new(); n] } else { Vec::new() },
             stale: if regions_on { vec![[false; 2]; n] } else { Vec::new() },
             stale_list: [Vec::new(), Vec::new()],
+            marked: if regions_on { vec![[0; 2]; n] } else { Vec::new() },
+            partial: if regions_on { vec![[(u32::MAX, 0); 2]; n] } else { Vec::new() },
             candidates: Vec::new(),
             bounded: Vec::new(),
             eager: if cfg.eager_regions { Eager::All } else { Eager::None },
@@ -654,6 +673,8 @@ impl<'a> Replay<'a> {
 
     #[inline]
     fn mark_stale(&mut self, s: u32, dir: Direction) {
+        let m = &mut self.marked[s as usize][dir as usize];
+        *m = m.wrapping_add(1);
         let flag = &mut self.stale[s as usize][dir as usize];
         if !*flag {
             *flag = true;
@@ -878,10 +899,12 @@ impl<'a> Replay<'a> {
     /// The reference keeps a candidate whose score is `<=` the best so far
     /// and stops at the first score 0: it picks the first zero in pool
     /// order, else the last candidate with the minimal score, and scores the
-    /// candidates up to that zero (or all). A stale region is only bounded
-    /// below (by its direct evicted neighbours, which any walk reaches), and
-    /// a score rises with its cost term, so a candidate whose bound already
-    /// exceeds an exact score cannot be picked and its region is not rebuilt.
+    /// candidates up to that zero (or all). A region that is not exact is
+    /// bounded below: a stale one by its direct evicted neighbours (any walk
+    /// reaches them), one owed absorbs by its current compute (absorbs only
+    /// add). A score rises with its cost term, so a candidate whose bound
+    /// exceeds an exact score cannot be picked; and a rebuild stops as soon
+    /// as its partial sum shows the candidate cannot win.
     fn choose_bounded(&mut self, cost: Cost, size: bool, stale: bool) -> Option<u32> {
         let mut cands = std::mem::take(&mut self.candidates);
         cands.clear();
@@ -895,27 +918,13 @@ impl<'a> Replay<'a> {
             if self.retained[si] {
                 continue;
             }
-            let exact = !(self.stale[si][1] || (both && self.stale[si][0]));
-            let cost_term = if exact {
-                self.settle_regions(s);
-                self.region_cost(cost, s)
-            } else {
-                let fwd = if !both {
-                    0
-                } else if self.stale[si][0] {
-                    self.evicted_neighbour_compute(s, Direction::Forward)
-                } else {
-                    self.fwd[si].compute
-                };
-                let rev = if self.stale[si][1] {
-                    self.evicted_neighbour_compute(s, Direction::Reverse)
-                } else {
-                    self.rev[si].compute
-                };
-                self.compute[si] as i128 + fwd as i128 + rev as i128
-            };
-            let v = self.candidate_score(size, stale, s, cost_term);
-            cands.push((s, v, exact));
+            let fwd = if both { self.region_bound(s, Direction::Forward) } else { Some(0) };
+            let rev = self.region_bound(s, Direction::Reverse);
+            let exact = fwd.is_some() && rev.is_some();
+            let (fwd, rev) = (fwd.unwrap_or_else(|| self.lower_bound(s, Direction::Forward)),
+                              rev.unwrap_or_else(|| self.lower_bound(s, Direction::Reverse)));
+            let v = self.candidate_score(size, stale, s, self.compute[si] as i128 + fwd as i128 + rev as i128);
+            cands.push(Cand { s, v, exact, fwd, rev });
             if exact {
                 best = best.min(v);
                 if v == 0.0 {
@@ -927,16 +936,28 @@ impl<'a> Replay<'a> {
         // Score exactly, lowest bound first, what could still be picked.
         let mut bounded = std::mem::take(&mut self.bounded);
         bounded.clear();
-        bounded.extend((0..cands.len() as u32).filter(|&i| !cands[i as usize].2 && cands[i as usize].1 <= best));
-        bounded.sort_by(|&a, &b| cands[a as usize].1.total_cmp(&cands[b as usize].1).then(a.cmp(&b)));
+        bounded.extend((0..cands.len() as u32).filter(|&i| !cands[i as usize].exact && cands[i as usize].v <= best));
+        bounded.sort_by(|&a, &b| cands[a as usize].v.total_cmp(&cands[b as usize].v).then(a.cmp(&b)));
         for &i in &bounded {
-            let (s, bound, _) = cands[i as usize];
+            let Cand { s, v: bound, fwd, rev, .. } = cands[i as usize];
             if bound > best {
                 break;
             }
-            self.ensure_exact(s);
-            let v = self.candidate_score(size, stale, s, self.region_cost(cost, s));
-            cands[i as usize] = (s, v, true);
+            // The largest cost term that still scores <= best (None: any).
+            let limit = self.cost_limit(size, stale, s, best);
+            let c = self.compute[s as usize] as i128;
+            let mut fwd_exact = fwd as i128;
+            if both {
+                match self.exact_within(s, Direction::Forward, limit.map(|k| k - c - rev as i128)) {
+                    Some(x) => fwd_exact = x as i128,
+                    None => continue, // cannot win
+                }
+            }
+            let Some(rev_exact) = self.exact_within(s, Direction::Reverse, limit.map(|k| k - c - fwd_exact)) else {
+                continue;
+            };
+            let v = self.candidate_score(size, stale, s, c + fwd_exact + rev_exact as i128);
+            cands[i as usize] = Cand { s, v, exact: true, fwd: 0, rev: 0 };
             best = best.min(v);
             if v == 0.0 {
                 // Bounds of 0 come in pool order: no earlier zero is left.
@@ -947,16 +968,131 @@ impl<'a> Replay<'a> {
         let chosen = match first_zero {
             Some(z) => {
                 self.heuristic_evals += z as u64 + 1;
-                Some(cands[z].0)
+                Some(cands[z].s)
             }
             None => {
                 self.heuristic_evals += cands.len() as u64;
-                cands.iter().rev().find(|&&(_, v, exact)| exact && v == best).map(|c| c.0)
+                cands.iter().rev().find(|c| c.exact && c.v == best).map(|c| c.s)
             }
         };
         self.candidates = cands;
         self.bounded = bounded;
         chosen
+    }
+
+    /// A region's compute if it is exact now (not stale, no absorbs owed).
+    #[inline]
+    fn region_bound(&self, s: u32, dir: Direction) -> Option<u64> {
+        let si = s as usize;
+        let (stale, owed, region) = match dir {
+            Direction::Forward => (self.stale[si][0], &self.owed_fwd[si], &self.fwd[si]),
+            Direction::Reverse => (self.stale[si][1], &self.owed_rev[si], &self.rev[si]),
+        };
+        (!stale && owed.is_empty()).then_some(region.compute)
+    }
+
+    /// A lower bound of a region's compute that is not exact now.
+    fn lower_bound(&mut self, s: u32, dir: Direction) -> u64 {
+        let si = s as usize;
+        match dir {
+            Direction::Forward if !self.stale[si][0] => self.fwd[si].compute,
+            Direction::Reverse if !self.stale[si][1] => self.rev[si].compute,
+            _ => {
+                let (when, sum) = self.partial[si][dir as usize];
+                if when == self.marked[si][dir as usize] {
+                    sum
+                } else {
+                    self.evicted_neighbour_compute(s, dir)
+                }
+            }
+        }
+    }
+
+    /// Make the region exact and return its compute, unless it exceeds
+    /// `limit`: then `None`, and a stale region stays stale.
+    fn exact_within(&mut self, s: u32, dir: Direction, limit: Option<i128>) -> Option<u64> {
+        let si = s as usize;
+        if limit.is_some_and(|k| k < 0) {
+            return None;
+        }
+        let d = dir as usize;
+        if self.stale[si][d] {
+            let limit = limit.map_or(u64::MAX, |k| u64::try_from(k).unwrap_or(u64::MAX));
+            let g = GraphView { trace: self.trace, created: self.created, material: &self.material, compute: &self.compute };
+            let region = match dir {
+                Direction::Forward => &mut self.fwd[si],
+                Direction::Reverse => &mut self.rev[si],
+            };
+            if !region.rebuild_within(s, dir, &g, &mut self.marks, &mut self.walk, limit) {
+                self.partial[si][d] = (self.marked[si][d], region.compute);
+                return None;
+            }
+            self.stale[si][d] = false;
+            match dir {
+                Direction::Forward => self.owed_fwd[si].clear(),
+                Direction::Reverse => self.owed_rev[si].clear(),
+            }
+        } else {
+            self.settle_regions(s);
+        }
+        let compute = match dir {
+            Direction::Forward => self.fwd[si].compute,
+            Direction::Reverse => self.rev[si].compute,
+        };
+        limit.is_none_or(|k| compute as i128 <= k).then_some(compute)
+    }
+
+    /// The largest cost term whose score is `<= best` for `s` (`None`: no
+    /// bound — `best` is infinite or the score does not grow with the cost).
+    fn cost_limit(&self, size: bool, stale: bool, s: u32, best: f64) -> Option<i128> {
+        if !best.is_finite() {
+            return None;
+        }
+        let within = |k: i128| self.candidate_score(size, stale, s, k) <= best;
+        const TOP: i128 = 1 << 100;
+        if within(TOP) {
+            return None;
+        }
+        if !within(0) {
+            return Some(-1);
+        }
+        // Start from the rounded inverse, then gallop and bisect: `within` is
+        // monotone in the cost, and exact, so the answer is exact.
+        let si = s as usize;
+        let mut denom = 1.0f64;
+        if size {
+            denom *= self.trace.storage_size(s) as f64;
+        }
+        if stale && self.last_access_int[si] != self.never_access {
+            denom *= (self.clock as i64 - self.last_access_int[si]) as f64;
+        }
+        let guess = (best * denom).floor().clamp(0.0, TOP as f64) as i128;
+        let (mut lo, mut hi) = if within(guess) { (guess, TOP) } else { (0, guess) };
+        let mut step = 1i128;
+        // Gallop from the guess towards the boundary.
+        if lo == guess {
+            while lo + step < hi && within(lo + step) {
+                lo += step;
+                step *= 2;
+            }
+            hi = hi.min(lo + step);
+        } else {
+            while hi - step > lo && !within(hi - step) {
+                hi -= step;
+                step *= 2;
+            }
+            lo = lo.max(hi - step);
+        }
+        // Invariant: within(lo), !within(hi).
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if within(mid) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        Some(lo)
     }
 
     /// Summed compute of the distinct evicted storages adjacent to `s` in
@@ -972,17 +1108,6 @@ impl<'a> Replay<'a> {
             }
         });
         sum
-    }
-
-    /// The cost term of a region score from exact regions.
-    #[inline]
-    fn region_cost(&self, cost: Cost, s: u32) -> i128 {
-        let si = s as usize;
-        let c = self.compute[si] as i128;
-        match cost {
-            Cost::Neighbourhood => c + self.fwd[si].compute as i128 + self.rev[si].compute as i128,
-            _ => c + self.rev[si].compute as i128,
-        }
     }
 
     #[inline]
