@@ -116,30 +116,12 @@ impl Region {
 
     /// Recompute from scratch for resident `base`.
     pub fn rebuild(&mut self, base: u32, dir: Direction, g: &GraphView, marks: &mut Marks, stack: &mut Vec<u32>) {
-        self.clear();
-        marks.reset();
-        marks.insert(base);
-        stack.clear();
-        stack.push(base);
-        while let Some(s) = stack.pop() {
-            g.for_each_neighbour(s, dir, |us| {
-                if marks.insert(us) {
-                    debug_assert!((us as usize) < g.material.len() && (us as usize) < g.compute.len());
-                    // SAFETY: storage ids index per-storage arrays of the trace's tensor count.
-                    if unsafe { *g.material.get_unchecked(us as usize) } {
-                        self.frontier.push(us);
-                    } else {
-                        self.interior.push(us);
-                        self.compute += unsafe { *g.compute.get_unchecked(us as usize) };
-                        stack.push(us);
-                    }
-                }
-            });
-        }
+        // Compute sums fit in u64 (the parser bounds the total), so this never stops early.
+        self.rebuild_within(base, dir, g, marks, stack, u64::MAX);
     }
 
-    /// `rebuild`, abandoned (false, content undefined) as soon as the
-    /// interior's compute exceeds `limit`.
+    /// Recompute from scratch for resident `base`, abandoned (false, content
+    /// undefined) as soon as the interior's compute exceeds `limit`.
     pub fn rebuild_within(
         &mut self,
         base: u32,
@@ -157,6 +139,7 @@ impl Region {
         while let Some(s) = stack.pop() {
             g.for_each_neighbour(s, dir, |us| {
                 if marks.insert(us) {
+                    debug_assert!((us as usize) < g.material.len() && (us as usize) < g.compute.len());
                     // SAFETY: storage ids index per-storage arrays of the trace's tensor count.
                     if unsafe { *g.material.get_unchecked(us as usize) } {
                         self.frontier.push(us);
