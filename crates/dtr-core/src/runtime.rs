@@ -123,10 +123,10 @@ struct Replay<'a> {
     /// abandoned rebuild had summed by then. Until the region is marked
     /// again no storage left its interior (evictions and new links only add
     /// to it), so that partial sum stays a lower bound of its compute.
-    marked: Vec<[u32; 2]>,
-    partial: Vec<[(u32, u64); 2]>,
-    /// Victim-choice scratch: `(storage, score or lower bound, exact)` in
-    /// pool order, and the positions still to score exactly.
+    marked: Vec<[u64; 2]>,
+    partial: Vec<[(u64, u64); 2]>,
+    /// Victim-choice scratch: the candidates in pool order, and the
+    /// positions still to score exactly.
     candidates: Vec<Cand>,
     bounded: Vec<u32>,
     /// While a model operator with an evicted input is being materialized,
@@ -213,7 +213,7 @@ impl<'a> Replay<'a> {
             stale: if regions_on { vec![[false; 2]; n] } else { Vec::new() },
             stale_list: [Vec::new(), Vec::new()],
             marked: if regions_on { vec![[0; 2]; n] } else { Vec::new() },
-            partial: if regions_on { vec![[(u32::MAX, 0); 2]; n] } else { Vec::new() },
+            partial: if regions_on { vec![[(u64::MAX, 0); 2]; n] } else { Vec::new() },
             candidates: Vec::new(),
             bounded: Vec::new(),
             eager: if cfg.eager_regions { Eager::All } else { Eager::None },
@@ -673,8 +673,8 @@ impl<'a> Replay<'a> {
 
     #[inline]
     fn mark_stale(&mut self, s: u32, dir: Direction) {
-        let m = &mut self.marked[s as usize][dir as usize];
-        *m = m.wrapping_add(1);
+        // One per mark: 2^64 marks would take centuries.
+        self.marked[s as usize][dir as usize] += 1;
         let flag = &mut self.stale[s as usize][dir as usize];
         if !*flag {
             *flag = true;
