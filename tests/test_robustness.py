@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -93,6 +95,8 @@ def test_engine_panic_becomes_an_exception():
         (dict(ratio=0.5, seed=-1), r"seed must be in \[0, "),
         (dict(ratio=0.5, retain=[-1]), r"retain item must be in \[0, 4294967295\]"),
         (dict(ratio=0.5, retain=[2**32]), r"retain item must be in"),
+        (dict(ratio=0.5, memory_limit=0), r"memory_limit must be in \[1, "),
+        (dict(ratio=0.5, memory_limit=2**64), r"memory_limit must be in \[1, "),
     ],
 )
 def test_bad_arguments_are_value_errors(kwargs, message, load):
@@ -112,11 +116,47 @@ def test_bad_arguments_are_value_errors(kwargs, message, load):
         (dict(ratio="0.5"), "ratio must be a number, not str"),
         (dict(ratio=0.5, cap="60"), "cap must be a number, not str"),
         (dict(ratio=0.5, events=1), "events must be True or False"),
+        (dict(ratio=0.5, memory_limit=1e9), "memory_limit must be an integer, not float"),
     ],
 )
 def test_arguments_of_the_wrong_type_are_type_errors(kwargs, message, load):
     with pytest.raises(TypeError, match=message):
         dtrlab.simulate(load("unet"), **kwargs)
+
+
+def test_a_replay_stops_at_its_memory_limit_with_engine_error(load):
+    trace = load("treelstm")
+    with pytest.raises(dtrlab.EngineError, match="past its memory limit of 5000000 bytes"):
+        dtrlab.simulate(trace, ratio=0.10, events=True, memory_limit=5_000_000)
+    # The process lives on, and the same replay under enough memory finishes.
+    assert dtrlab.simulate(trace, ratio=0.10, events=True).evictions == 269_875
+
+
+# Run in a fresh interpreter whose address space has little room left: the
+# event log outgrows it. Without the engine's limit the allocation is refused
+# and the interpreter aborts (or hangs in the abort handler).
+ADDRESS_SPACE_CHILD = r"""
+import resource, sys
+import dtrlab
+trace = dtrlab.load_trace(sys.argv[1])
+size = int(next(l for l in open("/proc/self/status") if l.startswith("VmSize:")).split()[1]) * 1024
+resource.setrlimit(resource.RLIMIT_AS, (size + (64 << 20), resource.RLIM_INFINITY))
+try:
+    dtrlab.simulate(trace, ratio=0.10, events=True)
+    print("finished")
+except dtrlab.EngineError as e:
+    print("EngineError:", e)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the limits from /proc")
+def test_a_tight_address_space_gives_engine_error_not_an_abort(load):
+    trace = load("treelstm")
+    child = subprocess.run([sys.executable, "-c", ADDRESS_SPACE_CHILD, str(trace.path)],
+                           capture_output=True, text=True, timeout=300)
+    assert child.returncode == 0, child.stderr[-2000:]
+    assert child.stdout.startswith("EngineError: the engine holds"), child.stdout + child.stderr[-2000:]
+    assert "past its memory limit" in child.stdout
 
 
 def test_a_cap_of_infinity_is_no_cap(load):

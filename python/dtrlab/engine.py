@@ -240,6 +240,7 @@ def simulate(
     start: bool = False,
     self_check: bool = False,
     eager_regions: bool = False,
+    memory_limit: int | None = None,
 ) -> SimResult:
     """Replay ``trace`` under ``budget`` bytes or ``ratio`` of the baseline peak.
 
@@ -251,7 +252,10 @@ def simulate(
     a violation raises :class:`dtrlab.EngineError`). ``eager_regions`` makes
     it rebuild every evicted-neighbourhood region as soon as it changes and
     score every candidate, as the reference orders its work: the same result,
-    slower (an oracle for tests).
+    slower (an oracle for tests). The native engine stops with
+    :class:`dtrlab.EngineError` once it holds more than ``memory_limit``
+    bytes (default: half of what the process may still take when the replay
+    starts), instead of letting the system refuse memory and abort.
     """
     if (budget is None) == (ratio is None):
         raise ValueError("give exactly one of budget (bytes) or ratio (of the baseline peak)")
@@ -267,6 +271,8 @@ def simulate(
     arguments.boolean("start", start)
     arguments.boolean("self_check", self_check)
     arguments.boolean("eager_regions", eager_regions)
+    if memory_limit is not None:
+        memory_limit = arguments.integer("memory_limit", memory_limit, lo=1)
     arguments.choice("engine", engine, ("native", "simrd"))
     t = _as_trace(trace, start=start)
     if engine == "native":
@@ -280,6 +286,7 @@ def simulate(
             events=events,
             self_check=self_check,
             eager_regions=eager_regions,
+            memory_limit=memory_limit,
         )
     elif engine == "simrd":
         from dtrlab import reference

@@ -29,6 +29,7 @@ pub fn baseline(trace: &Trace) -> Result<Baseline, EngineError> {
         events: false,
         self_check: false,
         eager_regions: false,
+        memory: None,
     };
     let r = simulate(trace, &cfg)?;
     Ok(Baseline { peak: r.max_memory, compute: r.model_compute, const_bytes: r.const_bytes, bottleneck: r.bottleneck })

@@ -9,6 +9,7 @@ use crate::eqclass::EqClasses;
 use crate::error::EngineError;
 use crate::events::{EventKind, EventLog};
 use crate::heuristic::{score, Candidate, Cost, Heuristic};
+use crate::memory::MemoryGuard;
 use crate::outcome::{Fail, RunResult, RunStatus};
 use crate::pool::Pool;
 use crate::regions::{Direction, GraphView, Marks, Region};
@@ -38,6 +39,9 @@ pub struct RunConfig {
     /// candidate exactly, as the reference orders the work: same results,
     /// slower; an oracle for tests of the lazy bookkeeping.
     pub eager_regions: bool,
+    /// Stop with `EngineError::Limit` once the engine holds more bytes than
+    /// this allows (checked after every command and every eviction).
+    pub memory: Option<MemoryGuard>,
 }
 
 /// Why a replay stopped early.
@@ -278,6 +282,9 @@ impl<'a> Replay<'a> {
             };
             if let Err(stop) = step {
                 return Some(stop);
+            }
+            if let Some(Err(e)) = self.cfg.memory.map(|m| m.check()) {
+                return Some(Stop::Error(e));
             }
             if self.cfg.self_check {
                 if let Err(e) = self.check_invariants() {
@@ -561,6 +568,9 @@ impl<'a> Replay<'a> {
                 }));
             };
             self.evict(v, EventKind::Evict, depth);
+            if let Some(m) = self.cfg.memory {
+                m.check()?;
+            }
             if self.fits(request) {
                 return Ok(());
             }

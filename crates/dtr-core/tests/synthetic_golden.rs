@@ -70,6 +70,7 @@ fn every_synthetic_record_matches() {
             events: true,
             self_check: true,
             eager_regions: false,
+            memory: None,
         };
         // With the self-check (every region settled after every command) and
         // without it (regions rebuilt only when read).

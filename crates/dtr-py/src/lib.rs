@@ -9,8 +9,82 @@ use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
+
+/// The system allocator, counting the bytes this extension holds, so a
+/// replay can stop at a memory limit instead of having an allocation refused
+/// (which aborts the interpreter).
+struct Counting;
+
+static HELD: AtomicU64 = AtomicU64::new(0);
+
+// SAFETY: every call is forwarded to the system allocator unchanged.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            HELD.fetch_add(layout.size() as u64, Ordering::Relaxed);
+        }
+        p
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc_zeroed(layout) };
+        if !p.is_null() {
+            HELD.fetch_add(layout.size() as u64, Ordering::Relaxed);
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) };
+        HELD.fetch_sub(layout.size() as u64, Ordering::Relaxed);
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            HELD.fetch_add(new_size as u64, Ordering::Relaxed);
+            HELD.fetch_sub(layout.size() as u64, Ordering::Relaxed);
+        }
+        p
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+fn held_bytes() -> u64 {
+    HELD.load(Ordering::Relaxed)
+}
+
+/// The limit when the caller sets none: what the engine holds now plus half
+/// of what the process may still take (the smaller of the address-space
+/// limit's headroom and the memory available), so that even a doubling
+/// reallocation is still granted when the check stops the replay. None
+/// where neither can be read (not Linux).
+fn default_memory_limit() -> Option<u64> {
+    let field = |text: &str, key: &str| -> Option<u64> {
+        let line = text.lines().find(|l| l.starts_with(key))?;
+        line[key.len()..].split_whitespace().next()?.parse().ok()
+    };
+    let read = |p: &str| std::fs::read_to_string(p).ok();
+    let available = read("/proc/meminfo").and_then(|t| field(&t, "MemAvailable:")).map(|kb| kb * 1024);
+    let headroom = (|| {
+        let limits = read("/proc/self/limits")?;
+        let max = field(&limits, "Max address space")?; // "unlimited" does not parse
+        let size = field(&read("/proc/self/status")?, "VmSize:")? * 1024;
+        Some(max.saturating_sub(size))
+    })();
+    let free = match (available, headroom) {
+        (Some(a), Some(h)) => a.min(h),
+        (a, h) => a.or(h)?,
+    };
+    Some(held_bytes() + free / 2)
+}
 
 create_exception!(_engine, TraceError, PyValueError, "A trace file is malformed (names the file and line).");
 create_exception!(_engine, EngineError, PyRuntimeError, "The engine cannot perform a request.");
@@ -145,7 +219,7 @@ impl Trace {
 
     /// Replay under a byte budget (or a ratio of the baseline peak) and return
     /// a dict with the golden record's field names.
-    #[pyo3(signature = (budget=None, ratio=None, heuristic="DTR", cap=Some(60.0), seed=0, retain=Vec::new(), events=false, self_check=false, eager_regions=false))]
+    #[pyo3(signature = (budget=None, ratio=None, heuristic="DTR", cap=Some(60.0), seed=0, retain=Vec::new(), events=false, self_check=false, eager_regions=false, memory_limit=None))]
     #[allow(clippy::too_many_arguments)]
     fn simulate<'py>(
         &self,
@@ -159,6 +233,7 @@ impl Trace {
         events: bool,
         self_check: bool,
         eager_regions: bool,
+        memory_limit: Option<u64>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let h = core::Heuristic::from_name(heuristic).ok_or_else(|| {
             let names: Vec<&str> = core::HEURISTIC_NAMES.iter().map(|(n, _)| *n).collect();
@@ -180,6 +255,7 @@ impl Trace {
             events,
             self_check,
             eager_regions,
+            memory: memory_limit.or_else(default_memory_limit).map(|limit| core::MemoryGuard { used: held_bytes, limit }),
         };
         let t = self.inner.clone();
         let r = guarded(py, move || core::simulate(&t, &cfg))?;
