@@ -1,0 +1,155 @@
+//! Lazy evicted-neighbourhood regions: which regions are stale, when a
+//! stale one must be rebuilt, and the absorbs owed to the others.
+
+use super::Replay;
+use crate::regions::{Direction, GraphView};
+/// Which stale regions may not wait to be read (see `Replay::ensure_exact`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Eager {
+    None,
+    Forward,
+    All,
+}
+
+impl Replay<'_> {
+    /// Rebuild the regions of fresh storages, then of their frontiers.
+    pub(super) fn rebuild_around(&mut self, fresh: &[u32]) {
+        let mut fwd_again: Vec<u32> = Vec::new();
+        let mut rev_again: Vec<u32> = Vec::new();
+        for &s in fresh {
+            self.rebuild(s, Direction::Forward);
+            self.rebuild(s, Direction::Reverse);
+            rev_again.extend(self.fwd[s as usize].frontier.iter().copied());
+            fwd_again.extend(self.rev[s as usize].frontier.iter().copied());
+        }
+        fwd_again.sort_unstable();
+        fwd_again.dedup();
+        rev_again.sort_unstable();
+        rev_again.dedup();
+        // Fresh storages are always rebuilt: their frontiers say whom to revisit.
+        for s in fwd_again {
+            if !self.regions_unused(s) {
+                self.mark_stale(s, Direction::Forward);
+            }
+        }
+        for s in rev_again {
+            if !self.regions_unused(s) {
+                self.mark_stale(s, Direction::Reverse);
+            }
+        }
+    }
+
+    #[inline]
+    pub(super) fn mark_stale(&mut self, s: u32, dir: Direction) {
+        // One per mark: 2^64 marks would take centuries.
+        self.marked[s as usize][dir as usize] += 1;
+        let flag = &mut self.stale[s as usize][dir as usize];
+        if !*flag {
+            *flag = true;
+            let list = &mut self.stale_list[dir as usize];
+            if list.len() >= self.stale.len() + 64 {
+                // Drop the entries of regions rebuilt since they were listed.
+                let stale = &self.stale;
+                list.retain(|&x| stale[x as usize][dir as usize]);
+            }
+            list.push(s);
+        }
+    }
+
+    /// Make both regions of `s` exact before they are read: rebuild a stale
+    /// one, apply the absorbs owed to the other.
+    ///
+    /// Why a region may wait, stale, until it is read. Storage links go from
+    /// lower to higher storage ids (an output's storage is new, or the
+    /// storage of its operator's single argument), so the storage graph is
+    /// acyclic, and then absorbing an evicted frontier storage gives exactly
+    /// the interior, frontier and compute a rebuild would (the absorbed
+    /// region cannot reach back to the base); rematerialization marks every
+    /// region it changes stale. So a region kept up to date is what a
+    /// rebuild would give, and a late rebuild equals an early one plus the
+    /// updates — with one exception, which the reference keeps: a model
+    /// operator with an evicted input creates links out of that evicted
+    /// storage, and until the operator runs, forward regions built before
+    /// see none of them while regions rebuilt since see them all (its
+    /// inputs' materialization then marks them all stale). Over that
+    /// stretch forward regions are rebuilt when marked, as the reference
+    /// does (`Eager::Forward`); reverse regions cannot reach the new links
+    /// (the new storages have no children yet). An alias output of an
+    /// evicted input also adds compute to an evicted storage, which both
+    /// directions' sums would see: then every region is rebuilt when marked
+    /// (`Eager::All`). Stale regions are rebuilt before such a stretch.
+    /// Proven on the golden records and A/B against eager rebuilding.
+    #[inline]
+    pub(super) fn ensure_exact(&mut self, s: u32) {
+        let si = s as usize;
+        if self.stale[si][0] {
+            self.rebuild(s, Direction::Forward);
+        }
+        if self.stale[si][1] {
+            self.rebuild(s, Direction::Reverse);
+        }
+        self.settle_regions(s);
+    }
+
+    /// Rebuild the stale regions `which` asks for (see `ensure_exact`;
+    /// regions off, nothing is ever stale).
+    pub(super) fn flush(&mut self, which: Eager) {
+        let dirs: &[Direction] = match which {
+            Eager::None => &[],
+            Eager::Forward => &[Direction::Forward],
+            Eager::All => &[Direction::Forward, Direction::Reverse],
+        };
+        for &dir in dirs {
+            while let Some(s) = self.stale_list[dir as usize].pop() {
+                // Unmarked since: rebuilt meanwhile.
+                if !self.stale[s as usize][dir as usize] {
+                    continue;
+                }
+                if self.regions_unused(s) {
+                    self.stale[s as usize][dir as usize] = false;
+                } else {
+                    self.rebuild(s, dir); // clears the mark
+                }
+            }
+        }
+    }
+
+    /// Regions are read only while a storage can still be evicted: for a
+    /// pinned (or retained) storage they would be written and never read.
+    #[inline]
+    pub(super) fn regions_unused(&self, s: u32) -> bool {
+        self.pinned[s as usize] || self.retained[s as usize]
+    }
+
+    pub(super) fn rebuild(&mut self, s: u32, dir: Direction) {
+        self.stale[s as usize][dir as usize] = false;
+        let g = GraphView { trace: self.trace, created: self.created, material: &self.material, compute: &self.compute };
+        let region = match dir {
+            Direction::Forward => {
+                self.owed_fwd[s as usize].clear();
+                &mut self.fwd[s as usize]
+            }
+            Direction::Reverse => {
+                self.owed_rev[s as usize].clear();
+                &mut self.rev[s as usize]
+            }
+        };
+        region.rebuild(s, dir, &g, &mut self.marks, &mut self.walk);
+    }
+
+    /// Apply the absorbs owed to both regions of `s` before they are read.
+    #[inline]
+    pub(super) fn settle_regions(&mut self, s: u32) {
+        let si = s as usize;
+        if !self.owed_fwd[si].is_empty() {
+            for (x, reg) in std::mem::take(&mut self.owed_fwd[si]) {
+                self.fwd[si].absorb(x, &reg, &self.compute, &mut self.marks);
+            }
+        }
+        if !self.owed_rev[si].is_empty() {
+            for (x, reg) in std::mem::take(&mut self.owed_rev[si]) {
+                self.rev[si].absorb(x, &reg, &self.compute, &mut self.marks);
+            }
+        }
+    }
+}

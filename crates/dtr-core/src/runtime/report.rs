@@ -1,0 +1,123 @@
+//! What a replay reports besides its clock: pinned-byte samples, the
+//! storages held at an OOM, the self-check, and the final result.
+
+use super::lazy_regions::Eager;
+use super::{Replay, Stop};
+use crate::error::EngineError;
+use crate::outcome::{RunResult, RunStatus};
+use crate::regions::{Direction, GraphView, Region};
+
+impl Replay<'_> {
+    pub(super) fn sample_pinned(&mut self, depth: u32) {
+        let pinned = self.pinned_bytes();
+        if pinned > self.peak_pinned {
+            self.peak_pinned = pinned;
+            self.depth_at_peak_pinned = depth;
+        }
+    }
+
+    /// Resident storages outside the evictable pool (or retained in it).
+    pub(super) fn held_storages(&self) -> Vec<(u32, u64, bool)> {
+        (0..self.created)
+            .filter(|&s| {
+                let si = s as usize;
+                self.trace.tensors[si].storage == s
+                    && self.material[si]
+                    && (!self.pool.contains(s) || self.retained[si])
+            })
+            .map(|s| (s, self.trace.storage_size(s), self.pinned[s as usize]))
+            .collect()
+    }
+
+    pub(super) fn check_invariants(&mut self) -> Result<(), EngineError> {
+        if self.regions_on {
+            self.flush(Eager::All);
+            for s in 0..self.created {
+                self.settle_regions(s);
+            }
+        }
+        let bad = |m: String| Err(EngineError::Invariant(m));
+        let n = self.trace.tensors.len();
+        let mut pool_bytes = 0u64;
+        for s in 0..n as u32 {
+            if self.trace.tensors[s as usize].storage != s || s >= self.created {
+                continue;
+            }
+            let si = s as usize;
+            let expect = self.material[si] && self.ref_int[si] == 0 && !self.pinned[si];
+            if self.pool.contains(s) != expect {
+                return bad(format!("storage {s}: in pool = {}, expected {expect}", self.pool.contains(s)));
+            }
+            if self.pool.contains(s) && !self.retained[si] {
+                pool_bytes += self.trace.storage_size(s);
+            }
+            if self.regions_on && self.material[si] && !self.regions_unused(s) {
+                for dir in [Direction::Forward, Direction::Reverse] {
+                    let mut fresh = Region::default();
+                    let g = GraphView { trace: self.trace, created: self.created, material: &self.material, compute: &self.compute };
+                    fresh.rebuild(s, dir, &g, &mut self.marks, &mut self.walk);
+                    let kept = match dir {
+                        Direction::Forward => &self.fwd[si],
+                        Direction::Reverse => &self.rev[si],
+                    };
+                    let same = |a: &[u32], b: &[u32]| {
+                        let (mut a, mut b) = (a.to_vec(), b.to_vec());
+                        a.sort_unstable();
+                        b.sort_unstable();
+                        a == b
+                    };
+                    if kept.compute != fresh.compute
+                        || !same(&kept.interior, &fresh.interior)
+                        || !same(&kept.frontier, &fresh.frontier)
+                    {
+                        return bad(format!(
+                            "storage {s}: {dir:?} region (compute {}) differs from a rebuild (compute {})",
+                            kept.compute, fresh.compute
+                        ));
+                    }
+                }
+            }
+        }
+        if pool_bytes != self.evictable_bytes {
+            return bad(format!("pool bytes {} but counter says {}", pool_bytes, self.evictable_bytes));
+        }
+        Ok(())
+    }
+
+    pub(super) fn finish(self, stop: Option<Stop>) -> Result<RunResult, EngineError> {
+        let (status, fail) = match stop {
+            None => (RunStatus::Ok, None),
+            Some(Stop::Oom(f)) => (RunStatus::Oom, Some(f)),
+            Some(Stop::Thrashed) => (RunStatus::Thrashed, None),
+            Some(Stop::Error(e)) => return Err(e),
+        };
+        let evicted_ids: Vec<(u32, u32)> = self
+            .evict_count
+            .iter()
+            .enumerate()
+            .filter(|(_, &c)| c > 0)
+            .map(|(s, &c)| (s as u32, c))
+            .collect();
+        Ok(RunResult {
+            status,
+            budget: self.cfg.budget,
+            clock: self.clock,
+            model_compute: self.model_compute,
+            remat_compute: self.remat_compute,
+            max_memory: self.max_memory,
+            evictions: self.evictions,
+            evicted_ids,
+            heuristic_eval_count: self.heuristic_evals,
+            peak_pinned: self.peak_pinned,
+            depth_at_peak_pinned: self.depth_at_peak_pinned,
+            max_nesting_depth: self.max_depth,
+            model_ops: self.model_ops,
+            fail,
+            identical_budget_lo: self.fit_max,
+            identical_budget_hi: self.nofit_min.map(|u| u - 1),
+            bottleneck: self.bottleneck,
+            const_bytes: self.const_bytes,
+            events: self.events,
+        })
+    }
+}
