@@ -41,8 +41,8 @@ def chain(tmp_path_factory):
     return _chain(tmp_path_factory.mktemp("chain"))
 
 
-# LRU keeps no evicted-neighbourhood regions, whose upkeep along a fully
-# evicted chain is quadratic (as in the reference); depth is what is tested.
+# LRU keeps no evicted-neighbourhood regions; DTR's upkeep along the chain
+# (quadratic in the reference) is tested below.
 def test_deep_chain_completes_at_a_tiny_budget(chain):
     # Constants (158 B) plus two chain tensors: just enough to walk the chain.
     r = dtrlab.simulate(chain, budget=158 + 200, cap=None, heuristic="LRU")
@@ -58,6 +58,24 @@ def test_deep_chain_fails_cleanly_at_the_bottom(chain):
     assert r.fail["depth"] == N_CHAIN  # computing x2 with x1 locked, under y, xn, ..., x3
     assert (r.fail["request"], r.fail["over_by"], r.fail["pinned"]) == (100, 58, 258)
     assert r.fail["tensor_name"] == "x1"  # the last materialization requested
+
+
+@pytest.mark.parametrize("heuristic", ["DTR", "MSPS"])
+def test_deep_chain_with_regions_is_the_eager_run(chain, heuristic):
+    """Along the chain, regions are taken over from the parent and absorbed
+    by moving them, not walked: the run equals the reference's order of work."""
+    r = dtrlab.simulate(chain, budget=158 + 200, cap=None, heuristic=heuristic)
+    assert r.status == "ok" and r.max_nesting_depth == N_CHAIN + 1 and r.remat_compute == N_CHAIN
+
+
+@pytest.mark.parametrize("heuristic", ["DTR", "MSPS", "AbE"])
+def test_a_shorter_chain_with_regions_equals_the_eager_run(tmp_path, heuristic):
+    trace = _chain(tmp_path, 3_000)
+    runs = [dtrlab.simulate(trace, budget=158 + 200, cap=None, heuristic=heuristic, events=True, eager_regions=eager)
+            for eager in (False, True)]
+    assert runs[0].to_dict(evicted_ids=True) == runs[1].to_dict(evicted_ids=True)
+    assert runs[0].events_columns == runs[1].events_columns
+    assert runs[0].evictions == 2 * 3_000 - 1
 
 
 def test_deep_chain_thrashes_under_a_cap(chain):

@@ -9,6 +9,7 @@
 
 use crate::trace::{TensorId, Trace};
 use rustc_hash::FxHashSet;
+use std::collections::VecDeque;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Direction {
@@ -19,9 +20,18 @@ pub enum Direction {
 /// Set elements are unique; their order carries no meaning.
 #[derive(Debug, Clone, Default)]
 pub struct Region {
-    pub interior: Vec<u32>,
+    /// In walk order after a rebuild (the base's first neighbour first).
+    pub interior: VecDeque<u32>,
     pub frontier: Vec<u32>,
     pub compute: u64,
+    /// `GraphView::created` when the region was last rebuilt: while it is
+    /// unchanged no link was added and no storage's compute changed, so
+    /// `compute` is the sum of its interior's compute as it is now.
+    pub created: TensorId,
+    /// The runtime's count of compute changes to evicted storages when the
+    /// sums were taken (set by the runtime after a rebuild): while it is
+    /// unchanged, `compute` is its interior's compute as it is now.
+    pub sums_at: u64,
     /// Absorbs since the last rebuild.
     absorbs: u32,
     /// Hash sets of `interior` and `frontier`, built by the second absorb
@@ -132,6 +142,7 @@ impl Region {
         limit: u64,
     ) -> bool {
         self.clear();
+        self.created = g.created;
         marks.reset();
         marks.insert(base);
         stack.clear();
@@ -144,7 +155,7 @@ impl Region {
                     if unsafe { *g.material.get_unchecked(us as usize) } {
                         self.frontier.push(us);
                     } else {
-                        self.interior.push(us);
+                        self.interior.push_back(us);
                         self.compute += unsafe { *g.compute.get_unchecked(us as usize) };
                         stack.push(us);
                     }
@@ -155,6 +166,34 @@ impl Region {
             }
         }
         true
+    }
+
+    /// This region, of a base whose only neighbour is `front` (its interior's
+    /// first storage after a rebuild), as the region of `front` once `front`
+    /// is resident: the base reaches nothing but through `front`, and the
+    /// graph is acyclic, so a walk from `front` finds the rest exactly.
+    /// Its compute must be current (see `created`).
+    pub fn into_region_of_front(mut self, front_compute: u64) -> Region {
+        self.interior.pop_front();
+        self.compute = self.compute.checked_sub(front_compute).expect("a region's compute counts its interior");
+        self.absorbs = 0;
+        self.members = None;
+        self
+    }
+
+    /// `absorb`, when this region is exactly `s` on its frontier: it becomes
+    /// `s` plus `s`'s region, taken over without copying (a region never
+    /// holds its own base, so `s` is not in `s_region`; nor does `s_region`
+    /// reach back to this base). `s_region`'s compute must be current.
+    pub fn take_over(&mut self, s: u32, s_region: Region, s_compute: u64) {
+        debug_assert!(self.interior.is_empty() && self.frontier == [s]);
+        let created = self.created.min(s_region.created);
+        *self = s_region; // keeps its `sums_at`
+        self.interior.push_back(s);
+        self.compute += s_compute;
+        self.created = created;
+        self.absorbs = 0;
+        self.members = None;
     }
 
     /// Absorb the just-evicted frontier storage `s`, whose same-direction
@@ -189,23 +228,23 @@ impl Region {
         }
         for &x in &s_region.interior {
             if x != s && marks.insert(x) {
-                self.interior.push(x);
+                self.interior.push_back(x);
                 self.compute += compute[x as usize];
             }
         }
         if !marks.contains(s) {
-            self.interior.push(s);
+            self.interior.push_back(s);
         }
     }
 
     fn absorb_with_sets(&mut self, s: u32, s_region: &Region, compute: &[u64]) {
         let members = self.members.get_or_insert_with(|| {
-            let set = |v: &[u32]| {
+            let set = |v: &mut dyn ExactSizeIterator<Item = &u32>| {
                 let mut h = FxHashSet::with_capacity_and_hasher(2 * v.len(), Default::default());
-                h.extend(v.iter().copied());
+                h.extend(v.copied());
                 h
             };
-            Box::new(Members { interior: set(&self.interior), frontier: set(&self.frontier) })
+            Box::new(Members { interior: set(&mut self.interior.iter()), frontier: set(&mut self.frontier.iter()) })
         });
         if members.frontier.remove(&s) {
             let i = self.frontier.iter().position(|&x| x == s).expect("frontier set and list agree");
@@ -220,12 +259,12 @@ impl Region {
         self.compute += compute[s as usize];
         for &x in &s_region.interior {
             if x != s && members.interior.insert(x) {
-                self.interior.push(x);
+                self.interior.push_back(x);
                 self.compute += compute[x as usize];
             }
         }
         if members.interior.insert(s) {
-            self.interior.push(s);
+            self.interior.push_back(s);
         }
     }
 }
@@ -249,21 +288,21 @@ mod tests {
     #[test]
     fn absorb_merges_frontier_and_interior_once() {
         let compute = [0u64, 1, 10, 100, 1000, 10000];
-        let mut r = Region { interior: vec![1], frontier: vec![2, 3], compute: 1, ..Default::default() };
-        let s_region = Region { interior: vec![1, 4], frontier: vec![3, 5], compute: 1001, ..Default::default() };
+        let mut r = Region { interior: [1].into(), frontier: vec![2, 3], compute: 1, ..Default::default() };
+        let s_region = Region { interior: [1, 4].into(), frontier: vec![3, 5], compute: 1001, ..Default::default() };
         let mut marks = Marks::new(6);
         r.absorb(2, &s_region, &compute, &mut marks);
         let mut f = r.frontier.clone();
         f.sort();
-        let mut i = r.interior.clone();
+        let mut i: Vec<u32> = r.interior.iter().copied().collect();
         i.sort();
         assert_eq!(f, vec![3, 5]);
         assert_eq!(i, vec![1, 2, 4]);
         assert_eq!(r.compute, 1 + 10 + 1000);
         // A second absorb builds and uses membership sets: same semantics.
-        let t_region = Region { interior: vec![4, 2], frontier: vec![0], compute: 0, ..Default::default() };
+        let t_region = Region { interior: [4, 2].into(), frontier: vec![0], compute: 0, ..Default::default() };
         r.absorb(5, &t_region, &compute, &mut marks);
-        let mut i = r.interior.clone();
+        let mut i: Vec<u32> = r.interior.iter().copied().collect();
         i.sort();
         assert_eq!(i, vec![1, 2, 4, 5]);
         assert_eq!(r.compute, 1 + 10 + 1000 + 10000);

@@ -2,7 +2,9 @@
 //! stale one must be rebuilt, and the absorbs owed to the others.
 
 use super::Replay;
-use crate::regions::{Direction, GraphView};
+use crate::regions::{Direction, GraphView, Region};
+use std::rc::Rc;
+
 /// Which stale regions may not wait to be read (see `Replay::ensure_exact`).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Eager {
@@ -17,7 +19,9 @@ impl Replay<'_> {
         let mut fwd_again: Vec<u32> = Vec::new();
         let mut rev_again: Vec<u32> = Vec::new();
         for &s in fresh {
-            self.rebuild(s, Direction::Forward);
+            if self.cfg.eager_regions || !self.take_parent_region(s) {
+                self.rebuild(s, Direction::Forward);
+            }
             self.rebuild(s, Direction::Reverse);
             rev_again.extend(self.fwd[s as usize].frontier.iter().copied());
             fwd_again.extend(self.rev[s as usize].frontier.iter().copied());
@@ -37,6 +41,37 @@ impl Replay<'_> {
                 self.mark_stale(s, Direction::Reverse);
             }
         }
+    }
+
+    /// Give fresh `x` the forward region of a resident parent whose only
+    /// link is to `x` (see `Region::into_region_of_front`), if that region is
+    /// exact and current; the parent's own is then stale. A deep chain of
+    /// rematerializations so costs O(1) a level, not a walk of the chain.
+    fn take_parent_region(&mut self, x: u32) -> bool {
+        let trace = self.trace;
+        let created = self.created;
+        for &(activation, p) in trace.storage_rev.get(x) {
+            if activation >= created {
+                break;
+            }
+            let pi = p as usize;
+            let usable = self.material[pi]
+                && !self.regions_unused(p)
+                && !self.stale[pi][0]
+                && self.owed_fwd[pi].is_empty()
+                && self.fwd[pi].created == created
+                && self.fwd[pi].interior.front() == Some(&x)
+                && trace.storage_fwd.get(p).iter().take_while(|&&(a, _)| a < created).all(|&(_, n)| n == x);
+            if usable {
+                let region = std::mem::take(&mut self.fwd[pi]);
+                self.fwd[x as usize] = region.into_region_of_front(self.compute[x as usize]);
+                self.owed_fwd[x as usize].clear();
+                self.stale[x as usize][0] = false;
+                self.mark_stale(p, Direction::Forward);
+                return true;
+            }
+        }
+        false
     }
 
     #[inline]
@@ -135,6 +170,7 @@ impl Replay<'_> {
             }
         };
         region.rebuild(s, dir, &g, &mut self.marks, &mut self.walk);
+        region.sums_at = self.compute_changes;
     }
 
     /// Apply the absorbs owed to both regions of `s` before they are read.
@@ -143,13 +179,34 @@ impl Replay<'_> {
         let si = s as usize;
         if !self.owed_fwd[si].is_empty() {
             for (x, reg) in std::mem::take(&mut self.owed_fwd[si]) {
-                self.fwd[si].absorb(x, &reg, &self.compute, &mut self.marks);
+                Self::absorb_owed(&mut self.fwd[si], x, reg, self.compute_changes, self.cfg.eager_regions, &self.compute, &mut self.marks);
             }
         }
         if !self.owed_rev[si].is_empty() {
             for (x, reg) in std::mem::take(&mut self.owed_rev[si]) {
-                self.rev[si].absorb(x, &reg, &self.compute, &mut self.marks);
+                Self::absorb_owed(&mut self.rev[si], x, reg, self.compute_changes, self.cfg.eager_regions, &self.compute, &mut self.marks);
             }
+        }
+    }
+
+    /// Apply one owed absorb; a region that is just `x` on its frontier takes
+    /// `x`'s region over when nothing else holds it and its sums are current.
+    fn absorb_owed(
+        region: &mut Region,
+        x: u32,
+        reg: Rc<Region>,
+        compute_changes: u64,
+        eager: bool,
+        compute: &[u64],
+        marks: &mut crate::regions::Marks,
+    ) {
+        if !eager && region.interior.is_empty() && region.frontier == [x] && reg.sums_at == compute_changes {
+            match Rc::try_unwrap(reg) {
+                Ok(whole) => region.take_over(x, whole, compute[x as usize]),
+                Err(shared) => region.absorb(x, &shared, compute, marks),
+            }
+        } else {
+            region.absorb(x, &reg, compute, marks);
         }
     }
 }

@@ -130,6 +130,8 @@ struct Replay<'a> {
     /// which regions must be rebuilt as soon as they are marked stale
     /// (see `ensure_exact`).
     eager: Eager,
+    /// How often an evicted storage's compute changed (see `Region::sums_at`).
+    compute_changes: u64,
     eq: EqClasses,
     eq_node: Vec<Option<u32>>,
     pool: Pool,
@@ -214,6 +216,7 @@ impl<'a> Replay<'a> {
             candidates: Vec::new(),
             bounded: Vec::new(),
             eager: if cfg.eager_regions { Eager::All } else { Eager::None },
+            compute_changes: 0,
             eq: EqClasses::default(),
             eq_node: if eq_on { vec![None; n] } else { Vec::new() },
             pool: Pool::new(n),
@@ -320,6 +323,10 @@ impl<'a> Replay<'a> {
             } else if !(o.first_output..t).any(|u| self.storage(u) == s) {
                 // An alias adds its operator's cost to the storage, once per operator.
                 self.compute[s as usize] += o.cost;
+                if !self.material[s as usize] {
+                    // Regions holding it now sum an older value (see `Region::sums_at`).
+                    self.compute_changes += 1;
+                }
             }
             if o.is_constant {
                 self.const_bytes += trace.tensors[t as usize].size;

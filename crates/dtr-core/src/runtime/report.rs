@@ -60,15 +60,15 @@ impl Replay<'_> {
                         Direction::Forward => &self.fwd[si],
                         Direction::Reverse => &self.rev[si],
                     };
-                    let same = |a: &[u32], b: &[u32]| {
-                        let (mut a, mut b) = (a.to_vec(), b.to_vec());
+                    let same = |a: &mut dyn Iterator<Item = &u32>, b: &mut dyn Iterator<Item = &u32>| {
+                        let (mut a, mut b): (Vec<u32>, Vec<u32>) = (a.copied().collect(), b.copied().collect());
                         a.sort_unstable();
                         b.sort_unstable();
                         a == b
                     };
                     if kept.compute != fresh.compute
-                        || !same(&kept.interior, &fresh.interior)
-                        || !same(&kept.frontier, &fresh.frontier)
+                        || !same(&mut kept.interior.iter(), &mut fresh.interior.iter())
+                        || !same(&mut kept.frontier.iter(), &mut fresh.frontier.iter())
                     {
                         return bad(format!(
                             "storage {s}: {dir:?} region (compute {}) differs from a rebuild (compute {})",

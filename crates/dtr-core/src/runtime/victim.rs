@@ -191,6 +191,7 @@ impl Replay<'_> {
                 self.partial[si][d] = (self.marked[si][d], region.compute);
                 return None;
             }
+            region.sums_at = self.compute_changes;
             self.stale[si][d] = false;
             match dir {
                 Direction::Forward => self.owed_fwd[si].clear(),
