@@ -62,6 +62,10 @@ def test_shipped_config_is_valid_and_equals_the_defaults(schema):
         ({"artifact": {"sha256": "abc"}}, "artifact.sha256"),
         ({"artifact": {"retries": 0}}, "artifact.retries"),
         ({"data_dir": 5}, "data_dir"),
+        ({"data_dir": "data/$(touch PWNED_data)"}, "data_dir"),
+        ({"data_dir": "data`touch PWNED`"}, "data_dir"),
+        ({"results_dir": "results; touch PWNED"}, "results_dir"),
+        ({"results_dir": "results\nx"}, "results_dir"),
         ({"enigne": {}}, "enigne"),
         ({"experiments": {"chunk_sise": 4}}, "experiments.chunk_sise"),
         ({"atlas": {"max_wrok": 10}}, "atlas.max_wrok"),
@@ -262,12 +266,14 @@ def test_workflow_is_lint_and_format_clean(tmp_path):
 
 
 def test_configuration_never_reaches_a_shell_unquoted(tmp_path, mirror):
-    """Strings from the configuration (a URL, a folder, a heuristic) are data,
-    not commands; and a results folder with a space works."""
+    """Strings from the configuration (a URL, folders) are data, not commands;
+    and folders with a space work. (Folders with shell metacharacters, and
+    heuristics outside the engine's names, are refused by the schema: see
+    test_schema_rejects_bad_config_naming_the_key.)"""
     work = tmp_path / "work"
     config = write_reduced_config(
         work.parent,
-        data_dir="data/$(touch PWNED_data)",
+        data_dir="my data/traces",
         results_dir="my results",
         artifact={"url": "file:///nonexistent/$(touch PWNED_url)/logs.zip"},
     )
@@ -277,5 +283,3 @@ def test_configuration_never_reaches_a_shell_unquoted(tmp_path, mirror):
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     assert json.loads((work / "my results/baselines/resnet32.json").read_text())["peak"] == 10_061_179_648
     assert not [f for f in tmp_path.rglob("PWNED*")]
-    # (A heuristic is one of the engine's names or the configuration is refused: see
-    # test_schema_rejects_bad_config_naming_the_key.)
