@@ -10,6 +10,10 @@
 # Rules live in workflow/rules/ (one file per topic); the work behind each rule
 # is a `dtrlab` command, tested in the package.
 
+from snakemake.utils import min_version
+
+min_version("9.0")
+
 
 configfile: workflow.source_path("config/config.yaml")
 

@@ -283,3 +283,27 @@ def test_configuration_never_reaches_a_shell_unquoted(tmp_path, mirror):
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     assert json.loads((work / "my results/baselines/resnet32.json").read_text())["peak"] == 10_061_179_648
     assert not [f for f in tmp_path.rglob("PWNED*")]
+
+
+def test_citation_and_licence_agree_with_the_package():
+    """CITATION.cff and LICENSE exist and say what pyproject.toml says."""
+    import re
+
+    project = (REPO / "pyproject.toml").read_text()
+    version = re.search(r'^version = "([^"]+)"', project, re.M).group(1)
+    licence = re.search(r'^license = \{ text = "([^"]+)" \}', project, re.M).group(1)
+    cff = yaml.safe_load((REPO / "CITATION.cff").read_text())
+    assert cff["cff-version"] == "1.2.0" and cff["type"] == "software"
+    assert cff["version"] == version
+    assert cff["license"] == licence == "MIT"
+    assert (REPO / "LICENSE").read_text().startswith("MIT License")
+    assert any(r["title"].startswith("Deterministic Regime Switching") for r in cff["references"])
+
+
+def test_the_snakefile_states_the_snakemake_it_needs():
+    import re
+
+    project = (REPO / "pyproject.toml").read_text()
+    assert re.search(r'"snakemake>=9,<10"', project)
+    assert 'min_version("9.0")' in (REPO / "Snakefile").read_text()
+    assert "snakemake-minimal>=9,<10" in (REPO / "environment.yml").read_text()
