@@ -307,3 +307,12 @@ def test_the_snakefile_states_the_snakemake_it_needs():
     assert re.search(r'"snakemake>=9,<10"', project)
     assert 'min_version("9.0")' in (REPO / "Snakefile").read_text()
     assert "snakemake-minimal>=9,<10" in (REPO / "environment.yml").read_text()
+
+
+def test_the_dev_container_sets_path_where_the_container_env_is_known():
+    """`${containerEnv:...}` is substituted only after the container exists:
+    in `containerEnv` (passed to `docker run`) PATH would lose /usr/bin."""
+    spec = json.loads((REPO / ".devcontainer" / "devcontainer.json").read_text())
+    assert not any("${containerEnv:" in v for v in spec.get("containerEnv", {}).values())
+    path = spec["remoteEnv"]["PATH"]
+    assert path.startswith("${containerWorkspaceFolder}/.venv/bin:") and path.endswith("${containerEnv:PATH}")
