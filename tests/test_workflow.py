@@ -316,3 +316,11 @@ def test_the_dev_container_sets_path_where_the_container_env_is_known():
     assert not any("${containerEnv:" in v for v in spec.get("containerEnv", {}).values())
     path = spec["remoteEnv"]["PATH"]
     assert path.startswith("${containerWorkspaceFolder}/.venv/bin:") and path.endswith("${containerEnv:PATH}")
+
+
+def test_the_slurm_profile_lets_threads_set_cpus_and_fetches_locally():
+    profile = yaml.safe_load((REPO / "profiles" / "slurm" / "config.yaml").read_text())
+    assert profile["executor"] == "slurm"
+    assert "cpus_per_task" not in profile["default-resources"]
+    data_rules = (REPO / "workflow" / "rules" / "data.smk").read_text()
+    assert "localrules:\n    fetch_traces," in data_rules

@@ -5,6 +5,11 @@
 TRACE_DATA = [f"{DATA}/logs.zip", *(trace_file(k) for k in TRACE_FILES)]
 
 
+# Runs where snakemake runs: compute nodes often have no internet.
+localrules:
+    fetch_traces,
+
+
 # Its provenance records are outputs too: traces that something else put in
 # the data folder (an older dtrlab, a copy) lack them, so Snakemake fetches and
 # verifies the traces again instead of adopting them.
