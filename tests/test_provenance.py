@@ -56,3 +56,42 @@ def test_the_checkout_guard_sees_a_new_file_in_a_workflow_folder(tmp_path):
     (tmp_path / "data/new.log").write_text("new")
     (tmp_path / "stray.txt").write_text("untracked")
     assert checkout_changes(before, checkout_state(tmp_path)) == ["data/new.log", "stray.txt"]
+
+
+def _manifest(path, config, artifacts):
+    path.write_text(json.dumps({"config_sha256": config, "artifacts": [
+        {"path": p, "sha256": h, "bytes": 1} for p, h in artifacts.items()]}))
+    return path
+
+
+def test_a_run_is_compared_with_a_reference_artifact_by_artifact(tmp_path):
+    ours = _manifest(tmp_path / "ours.json", "c", {"results/a": "1", "results/b": "2", "results/new": "3"})
+    ref = _manifest(tmp_path / "ref.json", "c", {"results/a": "1", "results/b": "9", "results/gone": "4"})
+    assert provenance.compare(ours, ref) == [
+        "results/gone: not in this run",
+        "results/new: not in the reference",
+        "results/b: sha256 2 != reference 9",
+    ]
+    assert provenance.compare(ours, ours) == []
+
+
+def test_runs_of_different_configurations_are_not_compared(tmp_path):
+    ours = _manifest(tmp_path / "ours.json", "c1", {"results/a": "1"})
+    ref = _manifest(tmp_path / "ref.json", "c2", {"results/a": "1"})
+    [problem] = provenance.compare(ours, ref)
+    assert "runs of different configurations are not compared" in problem
+
+
+def test_verify_against_a_reference_fails_on_a_difference(tmp_path):
+    from dtrlab.cli import main
+
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "a").write_text("x")
+    digest = provenance.sha256_file(tmp_path / "results" / "a")
+    ours = tmp_path / "results" / "MANIFEST.json"
+    ours.write_text(json.dumps({"config_sha256": "c", "artifacts": [
+        {"path": "results/a", "sha256": digest, "bytes": 1}]}))
+    same = _manifest(tmp_path / "same.json", "c", {"results/a": digest})
+    other = _manifest(tmp_path / "other.json", "c", {"results/a": "0" * 64})
+    assert main(["verify", str(ours), "--against", str(same)]) == 0
+    assert main(["verify", str(ours), "--against", str(other)]) == 1

@@ -116,6 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
     ver = sub.add_parser("verify", help="re-hash every artifact of a manifest; non-zero exit on any mismatch")
     ver.add_argument("manifest", nargs="?", default="results/MANIFEST.json")
     ver.add_argument("--root", default=None, help="workflow root (default: the manifest's grandparent)")
+    ver.add_argument("--against", default=None, metavar="REFERENCE",
+                     help="also compare every hash with a reference run's manifest (same configuration)")
     return parser
 
 
@@ -160,6 +162,13 @@ def main(argv: list[str] | None = None) -> int:
             if problems:
                 return 1
             print(f"{args.manifest}: every artifact verified")
+            if args.against:
+                differences = provenance.compare(args.manifest, args.against)
+                for d in differences:
+                    print(f"DIFFERS {d}", file=sys.stderr)
+                if differences:
+                    return 1
+                print(f"{args.manifest}: every artifact equals the reference {args.against}")
             return 0
         if args.command == "atlas":
             from dtrlab import atlas

@@ -151,10 +151,9 @@ def write_manifest(path: str | os.PathLike, manifest: dict) -> None:
     write_text(path, canonical_json(manifest))
 
 
-def verify(manifest_path: str | os.PathLike, root: str | os.PathLike | None = None) -> list[str]:
-    """Re-hash every artifact; returns the problems found (empty = verified)."""
+def read_manifest(manifest_path: str | os.PathLike) -> dict:
+    """A manifest, checked for the structure `verify` and `compare` rely on."""
     manifest_path = Path(manifest_path)
-    root = Path(root) if root is not None else manifest_path.parent.parent
     try:
         manifest = json.loads(manifest_path.read_text())
         entries = manifest["artifacts"]
@@ -165,6 +164,29 @@ def verify(manifest_path: str | os.PathLike, root: str | os.PathLike | None = No
     except (ValueError, TypeError, KeyError):
         raise ValueError(f"{manifest_path}: not a dtrlab manifest (a JSON object whose 'artifacts' list "
                          "names each file's path, sha256 and bytes)") from None
+    return manifest
+
+
+def compare(manifest_path: str | os.PathLike, reference_path: str | os.PathLike) -> list[str]:
+    """How a run's manifest differs from a reference run's (empty = the same
+    artifacts, byte for byte). Runs of different configurations are not compared."""
+    ours, ref = read_manifest(manifest_path), read_manifest(reference_path)
+    if ours.get("config_sha256") != ref.get("config_sha256"):
+        return [f"configuration {ours.get('config_sha256')} != reference {ref.get('config_sha256')}: "
+                "runs of different configurations are not compared"]
+    a = {e["path"]: e["sha256"] for e in ours["artifacts"]}
+    b = {e["path"]: e["sha256"] for e in ref["artifacts"]}
+    problems = [f"{p}: not in this run" for p in sorted(b.keys() - a.keys())]
+    problems += [f"{p}: not in the reference" for p in sorted(a.keys() - b.keys())]
+    problems += [f"{p}: sha256 {a[p]} != reference {b[p]}" for p in sorted(a.keys() & b.keys()) if a[p] != b[p]]
+    return problems
+
+
+def verify(manifest_path: str | os.PathLike, root: str | os.PathLike | None = None) -> list[str]:
+    """Re-hash every artifact; returns the problems found (empty = verified)."""
+    manifest_path = Path(manifest_path)
+    root = Path(root) if root is not None else manifest_path.parent.parent
+    entries = read_manifest(manifest_path)["artifacts"]
     problems = []
     for e in entries:
         # A manifest names files inside the workflow root, never beside or above it.
