@@ -324,3 +324,14 @@ def test_the_slurm_profile_lets_threads_set_cpus_and_fetches_locally():
     assert "cpus_per_task" not in profile["default-resources"]
     data_rules = (REPO / "workflow" / "rules" / "data.smk").read_text()
     assert "localrules:\n    fetch_traces," in data_rules
+
+
+def test_the_reference_manifest_is_a_run_of_the_shipped_configuration():
+    """reference/MANIFEST.json (for `dtrlab verify --against`) stays in step
+    with the shipped configuration, and names files inside the workflow only."""
+    ref = provenance.read_manifest(REPO / "reference" / "MANIFEST.json")
+    shipped = dtrlab_config.load(REPO / "config/config.yaml", root=REPO)
+    assert ref["config_sha256"] == dtrlab_config.config_hash(shipped)
+    paths = [Path(e["path"]) for e in ref["artifacts"]]
+    assert all(not p.is_absolute() and ".." not in p.parts for p in paths)
+    assert Path("results/paper/main.pdf") in paths and len(paths) == len(set(paths)) > 100
