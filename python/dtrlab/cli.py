@@ -156,19 +156,17 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{args.out}: {len(m['artifacts'])} artifacts hashed")
             return 0
         if args.command == "verify":
-            problems = provenance.verify(args.manifest, args.root)
-            for p in problems:
-                print(f"MISMATCH {p}", file=sys.stderr)
-            if problems:
-                return 1
-            print(f"{args.manifest}: every artifact verified")
+            checks = [("MISMATCH", lambda: provenance.verify(args.manifest, args.root), "every artifact verified")]
             if args.against:
-                differences = provenance.compare(args.manifest, args.against)
-                for d in differences:
-                    print(f"DIFFERS {d}", file=sys.stderr)
-                if differences:
+                checks.append(("DIFFERS", lambda: provenance.compare(args.manifest, args.against),
+                               f"every artifact equals the reference {args.against}"))
+            for tag, check, passed in checks:
+                problems = check()
+                for p in problems:
+                    print(f"{tag} {p}", file=sys.stderr)
+                if problems:
                     return 1
-                print(f"{args.manifest}: every artifact equals the reference {args.against}")
+                print(f"{args.manifest}: {passed}")
             return 0
         if args.command == "atlas":
             from dtrlab import atlas
