@@ -35,7 +35,7 @@ impl Replay<'_> {
                 let mut best = f64::INFINITY;
                 let mut best_s = None;
                 let mut evals = 0;
-                // Scoring never changes the pool (settling regions does not).
+                // Scoring never changes the pool.
                 let mut next = self.pool.first();
                 while let Some(s) = next {
                     next = self.pool.next_of(s);
@@ -286,13 +286,10 @@ impl Replay<'_> {
         score(size, stale, Candidate { cost, size: self.trace.storage_size(s), staleness })
     }
 
+    /// The score of a heuristic whose cost term reads no region (those go
+    /// through `choose_bounded`).
     pub(super) fn score(&self, h: Heuristic, s: u32) -> f64 {
         let si = s as usize;
-        let staleness = if self.last_access_int[si] == self.never_access {
-            None
-        } else {
-            Some((self.clock as i64 - self.last_access_int[si]) as u64)
-        };
         match h {
             Heuristic::Lru => {
                 if self.last_access_int[si] == self.never_access {
@@ -305,13 +302,12 @@ impl Replay<'_> {
             Heuristic::Score { cost, size, stale } => {
                 let c = self.compute[si] as i128;
                 let cost = match cost {
-                    Cost::Neighbourhood => c + self.fwd[si].compute as i128 + self.rev[si].compute as i128,
-                    Cost::Msps => c + self.rev[si].compute as i128,
                     Cost::Local => c,
                     Cost::Unit => 1,
                     Cost::EqClass => c + self.eq_neighbour_sum(s),
+                    Cost::Neighbourhood | Cost::Msps => unreachable!("region scores go through choose_bounded"),
                 };
-                score(size, stale, Candidate { cost, size: self.trace.storage_size(s), staleness })
+                self.candidate_score(size, stale, s, cost)
             }
         }
     }
