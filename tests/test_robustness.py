@@ -15,6 +15,10 @@ N_CHAIN = 100_000
 
 
 def _chain(tmp_path, n: int = N_CHAIN):
+    return dtrlab.load_trace(_chain_file(tmp_path, n))
+
+
+def _chain_file(tmp_path, n: int):
     """x0 (constant) -> x1 -> ... -> xn, each released once its successor exists
     (so it is evicted eagerly); xn is released too, a 150-byte constant w is
     pinned, then `y = g(xn)` rematerializes the whole chain, n levels deep."""
@@ -33,7 +37,7 @@ def _chain(tmp_path, n: int = N_CHAIN):
     lines.append('{"INSTRUCTION":"ALIAS","NAME":"y","ALIAS":"-1"}')
     path = tmp_path / "chain.log"
     path.write_text("\n".join(lines) + "\n")
-    return dtrlab.load_trace(path)
+    return path
 
 
 @pytest.fixture(scope="module")
@@ -150,6 +154,19 @@ def test_a_replay_stops_at_its_memory_limit_with_engine_error(load):
     assert dtrlab.simulate(trace, ratio=0.10, events=True).evictions == 269_875
 
 
+def test_a_parse_stops_at_its_memory_limit_with_engine_error(load):
+    path = load("lstm").path
+    with pytest.raises(dtrlab.EngineError, match="past its memory limit of 1000000 bytes"):
+        dtrlab.load_trace(path, memory_limit=1_000_000)
+    assert dtrlab.load_trace(path).n_ops == load("lstm").n_ops  # the process lives on
+
+
+@pytest.mark.parametrize("limit, error", [(0, ValueError), (-5, ValueError), (1.5, TypeError), ("9", TypeError)])
+def test_bad_parse_memory_limits(limit, error, load):
+    with pytest.raises(error, match="memory_limit must be"):
+        dtrlab.load_trace(load("unet").path, memory_limit=limit)
+
+
 # Run in a fresh interpreter whose address space has little room left: the
 # event log outgrows it. Without the engine's limit the allocation is refused
 # and the interpreter aborts (or hangs in the abort handler).
@@ -175,6 +192,31 @@ def test_a_tight_address_space_gives_engine_error_not_an_abort(load):
     assert child.returncode == 0, child.stderr[-2000:]
     assert child.stdout.startswith("EngineError: the engine holds"), child.stdout + child.stderr[-2000:]
     assert "past its memory limit" in child.stdout
+
+
+# The same for the parser: room for the file's bytes and 256 MiB beyond them,
+# about half of what the parsed trace needs (the decoding threads' malloc
+# arenas take their share of the address space too).
+PARSE_ADDRESS_SPACE_CHILD = r"""
+import os, resource, sys
+import dtrlab
+size = int(next(l for l in open("/proc/self/status") if l.startswith("VmSize:")).split()[1]) * 1024
+resource.setrlimit(resource.RLIMIT_AS, (size + os.path.getsize(sys.argv[1]) + (256 << 20), resource.RLIM_INFINITY))
+try:
+    dtrlab.load_trace(sys.argv[1])
+    print("finished")
+except dtrlab.EngineError as e:
+    print("EngineError:", e)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the limits from /proc")
+def test_a_tight_address_space_stops_the_parser_with_engine_error(tmp_path):
+    path = _chain_file(tmp_path, 1_000_000)
+    child = subprocess.run([sys.executable, "-c", PARSE_ADDRESS_SPACE_CHILD, str(path)],
+                           capture_output=True, text=True, timeout=300)
+    assert child.returncode == 0, child.stderr[-2000:]
+    assert child.stdout.startswith("EngineError: the engine holds"), child.stdout + child.stderr[-2000:]
 
 
 def test_a_cap_of_infinity_is_no_cap(load):

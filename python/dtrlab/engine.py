@@ -71,18 +71,22 @@ class Trace:
         return f"Trace({self.name!r}, ops={self.n_ops}, start={self.start})"
 
 
-def load_trace(path: str | os.PathLike, start: bool = False) -> Trace:
+def load_trace(path: str | os.PathLike, start: bool = False, memory_limit: int | None = None) -> Trace:
     """Parse a trace file, or a trace key such as ``"lstm"`` (fetched if needed).
 
-    Raises :class:`dtrlab.TraceError` naming the file and line on bad input.
+    Raises :class:`dtrlab.TraceError` naming the file and line on bad input,
+    and :class:`dtrlab.EngineError` once the engine holds more than
+    ``memory_limit`` bytes (default: as for :func:`simulate`).
     """
     if not isinstance(path, (str, os.PathLike)):
         raise arguments.BadArgumentType(f"path must be a trace file or key, not {type(path).__name__} ({path!r})")
     arguments.boolean("start", start)
+    if memory_limit is not None:
+        memory_limit = arguments.integer("memory_limit", memory_limit, lo=1)
     p = resolve_trace(path)
     # The engine reads the bytes in place (and checks they are UTF-8): no
     # decoded copy of a large file.
-    return Trace(_engine.Trace.parse(p.read_bytes(), p.name, start), p, start)
+    return Trace(_engine.Trace.parse(p.read_bytes(), p.name, start, memory_limit), p, start)
 
 
 def _as_trace(trace: Trace | str | os.PathLike, start: bool = False) -> Trace:

@@ -27,7 +27,7 @@ pub use events::{EventKind, EventLog};
 pub use heuristic::{Heuristic, HEURISTIC_NAMES};
 pub use memory::MemoryGuard;
 pub use outcome::{Fail, RunResult, RunStatus};
-pub use parse::{parse_trace, parse_trace_bytes};
+pub use parse::{parse_trace, parse_trace_bytes, parse_trace_bytes_within};
 pub use runtime::{simulate, RunConfig};
 pub use trace::Trace;
 

@@ -10,6 +10,8 @@ pub struct MemoryGuard {
     /// Bytes the engine holds now (e.g. counted by the embedding's allocator).
     pub used: fn() -> u64,
     pub limit: u64,
+    /// How the caller can ask for less, appended to the error.
+    pub hint: &'static str,
 }
 
 impl MemoryGuard {
@@ -20,9 +22,8 @@ impl MemoryGuard {
             return Ok(());
         }
         Err(EngineError::Limit(format!(
-            "the engine holds {used} bytes, past its memory limit of {} bytes: allow more (memory_limit) \
-             or ask for less (events=False, a cap on the overhead)",
-            self.limit
+            "the engine holds {used} bytes, past its memory limit of {} bytes: allow more (memory_limit){}",
+            self.limit, self.hint
         )))
     }
 }
@@ -37,9 +38,9 @@ mod tests {
 
     #[test]
     fn past_the_limit_is_an_error() {
-        assert!(MemoryGuard { used: ten, limit: 10 }.check().is_ok());
-        let e = MemoryGuard { used: ten, limit: 9 }.check().unwrap_err();
+        assert!(MemoryGuard { used: ten, limit: 10, hint: "" }.check().is_ok());
+        let e = MemoryGuard { used: ten, limit: 9, hint: " or read less" }.check().unwrap_err();
         assert!(matches!(e, EngineError::Limit(_)), "{e}");
-        assert!(e.to_string().contains("memory limit of 9 bytes"));
+        assert!(e.to_string().ends_with("memory limit of 9 bytes: allow more (memory_limit) or read less"), "{e}");
     }
 }

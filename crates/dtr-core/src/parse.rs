@@ -5,7 +5,8 @@
 //! operator with several arguments, two tensors with one name) are rejected
 //! here rather than replayed with undefined meaning.
 
-use crate::error::TraceError;
+use crate::error::{EngineError, TraceError};
+use crate::memory::MemoryGuard;
 use crate::trace::{Command, Csr, Names, Op, Tensor, TensorId, Trace};
 use rustc_hash::FxHashMap;
 use serde::Deserialize;
@@ -17,6 +18,41 @@ use serde_json::Value;
 /// consumed as the schedule is built, so the decoded form of the whole file
 /// never exists at once: memory is the trace's, not a multiple of the file's.
 pub fn parse_trace(source: &str, text: &str, start: bool) -> Result<Trace, TraceError> {
+    parse_within(source, text, start, None).map_err(|e| match e {
+        EngineError::Trace(t) => t,
+        // Only a memory guard stops a parse otherwise, and there is none here.
+        other => TraceError { file: source.to_string(), line: 0, message: other.to_string() },
+    })
+}
+
+/// Parse a trace given as bytes: invalid UTF-8 is a `TraceError` naming the line.
+pub fn parse_trace_bytes(source: &str, data: &[u8], start: bool) -> Result<Trace, TraceError> {
+    parse_trace(source, utf8(source, data)?, start)
+}
+
+/// [`parse_trace_bytes`] under a memory limit: the guard is asked once per
+/// batch of decoded lines and before the trace's tables are built, so a file
+/// too large for the memory left stops with [`EngineError::Limit`] instead of
+/// a refused allocation (which aborts the process).
+pub fn parse_trace_bytes_within(
+    source: &str,
+    data: &[u8],
+    start: bool,
+    guard: Option<MemoryGuard>,
+) -> Result<Trace, EngineError> {
+    parse_within(source, utf8(source, data)?, start, guard)
+}
+
+fn utf8<'a>(source: &str, data: &'a [u8]) -> Result<&'a str, TraceError> {
+    std::str::from_utf8(data).map_err(|e| TraceError {
+        file: source.to_string(),
+        line: data[..e.valid_up_to()].iter().filter(|&&c| c == b'\n').count() + 1,
+        message: "not valid UTF-8 text".into(),
+    })
+}
+
+fn parse_within(source: &str, text: &str, start: bool, guard: Option<MemoryGuard>) -> Result<Trace, EngineError> {
+    let check = || guard.as_ref().map_or(Ok(()), MemoryGuard::check);
     let mut reader = Reader::new(source, text);
     let mut i = 0;
     if start {
@@ -26,7 +62,8 @@ pub fn parse_trace(source: &str, text: &str, start: bool) -> Result<Trace, Trace
                     file: source.to_string(),
                     line: 0,
                     message: "start=True but the trace has no ANNOTATE START marker".into(),
-                });
+                }
+                .into());
             };
             i += 1;
             if r.instruction == "ANNOTATE" && r.str_field("ANNOTATION").ok() == Some("START") {
@@ -36,23 +73,21 @@ pub fn parse_trace(source: &str, text: &str, start: bool) -> Result<Trace, Trace
         }
     }
     let mut b = Builder::new(source);
+    let mut batches = reader.batches;
     while let Some(r) = reader.at(i)? {
         let needs = r.lines_owned();
         reader.fill(i + needs)?;
         i = b.step(&reader, i)?;
         reader.consume(i);
+        if reader.batches != batches {
+            batches = reader.batches;
+            check()?;
+        }
     }
-    b.finish(reader.last_line)
-}
-
-/// Parse a trace given as bytes: invalid UTF-8 is a `TraceError` naming the line.
-pub fn parse_trace_bytes(source: &str, data: &[u8], start: bool) -> Result<Trace, TraceError> {
-    let text = std::str::from_utf8(data).map_err(|e| TraceError {
-        file: source.to_string(),
-        line: data[..e.valid_up_to()].iter().filter(|&&c| c == b'\n').count() + 1,
-        message: "not valid UTF-8 text".into(),
-    })?;
-    parse_trace(source, text, start)
+    check()?;
+    let trace = b.finish(reader.last_line)?;
+    check()?;
+    Ok(trace)
 }
 
 /// Decoded lines of a trace, a window at a time: `get(k)` is the record of
@@ -65,6 +100,8 @@ struct Reader<'a> {
     first: usize,
     /// Line number of the last record decoded.
     last_line: usize,
+    /// Batches decoded so far (a memory check follows each).
+    batches: usize,
 }
 
 impl<'a> Reader<'a> {
@@ -79,6 +116,7 @@ impl<'a> Reader<'a> {
             window: std::collections::VecDeque::new(),
             first: 0,
             last_line: 0,
+            batches: 0,
         }
     }
 
@@ -99,6 +137,7 @@ impl<'a> Reader<'a> {
                 return Ok(());
             }
             self.last_line = batch[batch.len() - 1].0;
+            self.batches += 1;
             self.window.extend(read_records(self.source, &batch)?);
         }
         Ok(())

@@ -63,7 +63,8 @@ fn held_bytes() -> u64 {
 
 /// The limit when the caller sets none: what the engine holds now plus half
 /// of what the process may still take (the smaller of the address-space
-/// limit's headroom and the memory available), so that even a doubling
+/// limit's headroom, less the threads' malloc arenas, and the memory
+/// available), so that even a doubling
 /// reallocation is still granted when the check stops the replay. None
 /// where neither can be read (not Linux).
 fn default_memory_limit() -> Option<u64> {
@@ -77,7 +78,10 @@ fn default_memory_limit() -> Option<u64> {
         let limits = read("/proc/self/limits")?;
         let max = field(&limits, "Max address space")?; // "unlimited" does not parse
         let size = field(&read("/proc/self/status")?, "VmSize:")? * 1024;
-        Some(max.saturating_sub(size))
+        // Each thread that allocates (the parser decodes on every core) gets
+        // its own malloc arena, which reserves 64 MiB of address space.
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+        Some(max.saturating_sub(size).saturating_sub(threads * (64 << 20)))
     })();
     let free = match (available, headroom) {
         (Some(a), Some(h)) => a.min(h),
@@ -135,19 +139,30 @@ impl Trace {
 impl Trace {
     /// Parse a trace given as text (`str`) or as the file's bytes (`bytes`,
     /// read without a copy; invalid UTF-8 is a `TraceError` naming the line);
-    /// `source` names it in error messages.
+    /// `source` names it in error messages. Past `memory_limit` bytes held by
+    /// the engine (default as for `simulate`) the parse stops with `EngineError`.
     #[staticmethod]
-    #[pyo3(signature = (text, source, start=false))]
-    fn parse(py: Python<'_>, text: &Bound<'_, PyAny>, source: String, start: bool) -> PyResult<Self> {
-        let trace = if let Ok(b) = text.downcast::<PyBytes>() {
-            let data = b.as_bytes();
-            guarded(py, move || core::parse_trace_bytes(&source, data, start).map_err(Into::into))?
+    #[pyo3(signature = (text, source, start=false, memory_limit=None))]
+    fn parse(
+        py: Python<'_>,
+        text: &Bound<'_, PyAny>,
+        source: String,
+        start: bool,
+        memory_limit: Option<u64>,
+    ) -> PyResult<Self> {
+        let guard = memory_limit.or_else(default_memory_limit).map(|limit| core::MemoryGuard {
+            used: held_bytes,
+            limit,
+            hint: " or parse a smaller trace",
+        });
+        let data = if let Ok(b) = text.downcast::<PyBytes>() {
+            b.as_bytes()
         } else if let Ok(s) = text.downcast::<PyString>() {
-            let s = s.to_str()?;
-            guarded(py, move || core::parse_trace(&source, s, start).map_err(Into::into))?
+            s.to_str()?.as_bytes()
         } else {
             return Err(PyTypeError::new_err("a trace is given as str or bytes"));
         };
+        let trace = guarded(py, move || core::parse_trace_bytes_within(&source, data, start, guard))?;
         Ok(Trace { inner: Arc::new(trace), baseline: OnceLock::new() })
     }
 
@@ -255,7 +270,11 @@ impl Trace {
             events,
             self_check,
             eager_regions,
-            memory: memory_limit.or_else(default_memory_limit).map(|limit| core::MemoryGuard { used: held_bytes, limit }),
+            memory: memory_limit.or_else(default_memory_limit).map(|limit| core::MemoryGuard {
+                used: held_bytes,
+                limit,
+                hint: " or ask for less (events=False, a cap on the overhead)",
+            }),
         };
         let t = self.inner.clone();
         let r = guarded(py, move || core::simulate(&t, &cfg))?;
