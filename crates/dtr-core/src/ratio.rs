@@ -13,19 +13,22 @@ pub fn div_round(num: u128, den: u128) -> f64 {
     // Both operands exact in f64: one IEEE division is correctly rounded.
     const EXACT: u128 = 1 << 53;
     if num <= EXACT && den <= EXACT {
-        return num as f64 / den as f64;
+        // Through u64: the 128-bit conversions are software routines.
+        return num as u64 as f64 / den as u64 as f64;
     }
     let nbits = 128 - num.leading_zeros() as i32;
     let dbits = 128 - den.leading_zeros() as i32;
-    // Scale so the integer quotient has at least 66 significant bits; the
-    // remainder then only decides a sticky bit far below the rounding position.
-    let shift = (dbits - nbits + 66).max(0);
-    if nbits + shift <= 127 {
+    // Scale so the integer quotient has 63 or 64 significant bits: at least
+    // 55 (53, a rounding bit and a sticky bit), and few enough for u64, whose
+    // conversion to f64 is one correctly rounded instruction. The remainder
+    // only decides a sticky bit far below the rounding position.
+    let shift = dbits - nbits + 63;
+    if shift >= 0 && nbits + shift <= 127 {
         let scaled = num << shift;
         let q = scaled / den;
-        #[allow(clippy::manual_is_multiple_of)] // keeps the minimum Rust version low
-        let sticky = (scaled % den != 0) as u128;
-        return scale((q | sticky) as f64, -shift);
+        // One division: the remainder is nonzero iff q * den falls short.
+        let sticky = (q * den != scaled) as u128;
+        return scale((q | sticky) as u64 as f64, -shift);
     }
     long_division(num, den)
 }

@@ -177,14 +177,35 @@ impl Replay<'_> {
     #[inline]
     pub(super) fn settle_regions(&mut self, s: u32) {
         let si = s as usize;
-        if !self.owed_fwd[si].is_empty() {
-            for (x, reg) in std::mem::take(&mut self.owed_fwd[si]) {
-                Self::absorb_owed(&mut self.fwd[si], x, reg, self.compute_changes, self.cfg.eager_regions, &self.compute, &mut self.marks);
+        for dir in [Direction::Forward, Direction::Reverse] {
+            let (owed, region) = match dir {
+                Direction::Forward => (&mut self.owed_fwd[si], &mut self.fwd[si]),
+                Direction::Reverse => (&mut self.owed_rev[si], &mut self.rev[si]),
+            };
+            if owed.is_empty() {
+                continue;
             }
-        }
-        if !self.owed_rev[si].is_empty() {
-            for (x, reg) in std::mem::take(&mut self.owed_rev[si]) {
-                Self::absorb_owed(&mut self.rev[si], x, reg, self.compute_changes, self.cfg.eager_regions, &self.compute, &mut self.marks);
+            let mut list = std::mem::take(owed);
+            // A take-over (no copy) first when it applies; the rest in one pass.
+            let mut first = 0;
+            if region.interior.is_empty() && region.frontier == [list[0].0] {
+                let (x, reg) = (list[0].0, std::mem::take(&mut list[0].1));
+                Self::absorb_owed(region, x, reg, self.compute_changes, self.cfg.eager_regions, &self.compute, &mut self.marks);
+                first = 1;
+            }
+            match &list[first..] {
+                [] => {}
+                [(x, reg)] => region.absorb(*x, reg, &self.compute, &mut self.marks),
+                rest => region.absorb_all(rest, &self.compute, &mut self.marks, &mut self.marks2),
+            }
+            list.clear();
+            // Keep the list's allocation for the next owed absorbs.
+            let owed = match dir {
+                Direction::Forward => &mut self.owed_fwd[si],
+                Direction::Reverse => &mut self.owed_rev[si],
+            };
+            if owed.is_empty() {
+                *owed = list;
             }
         }
     }

@@ -159,6 +159,8 @@ struct Replay<'a> {
     pending: Vec<TensorId>,
     walk: Vec<u32>,
     marks: Marks,
+    /// A second set, for walks that track two at once (`Region::absorb_all`).
+    marks2: Marks,
     scratch: Vec<u32>,
     events: Option<EventLog>,
     regions_on: bool,
@@ -242,6 +244,7 @@ impl<'a> Replay<'a> {
             pending: Vec::new(),
             walk: Vec::new(),
             marks: Marks::new(n),
+            marks2: Marks::new(n),
             scratch: Vec::new(),
             events: if cfg.events { Some(EventLog::default()) } else { None },
             regions_on,
