@@ -125,7 +125,7 @@ struct Replay<'a> {
     /// Victim-choice scratch: the candidates in pool order, and the
     /// positions still to score exactly.
     candidates: Vec<Cand>,
-    bounded: Vec<u32>,
+    bounded: Vec<std::cmp::Reverse<victim::Bound>>,
     /// While a model operator with an evicted input is being materialized,
     /// which regions must be rebuilt as soon as they are marked stale
     /// (see `ensure_exact`).

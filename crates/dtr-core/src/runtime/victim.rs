@@ -4,6 +4,33 @@
 use super::Replay;
 use crate::heuristic::{score, Candidate, Cost, Heuristic};
 use crate::regions::{Direction, GraphView};
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
+
+/// A candidate's score bound and its index in pool order, ordered by bound
+/// (`total_cmp`), then index: the order the exact scoring visits them in.
+#[derive(Clone, Copy)]
+pub(super) struct Bound(f64, u32);
+
+impl PartialEq for Bound {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Bound {}
+
+impl PartialOrd for Bound {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Bound {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.total_cmp(&other.0).then(self.1.cmp(&other.1))
+    }
+}
 
 /// A victim candidate: its score, or a lower bound of it with the bounds of
 /// its two region sums.
@@ -97,12 +124,17 @@ impl Replay<'_> {
                 }
             }
         }
-        // Score exactly, lowest bound first, what could still be picked.
+        // Score exactly, lowest bound first (ties in pool order), what could
+        // still be picked: a heap, since the scan usually stops after a few.
         let mut bounded = std::mem::take(&mut self.bounded);
         bounded.clear();
-        bounded.extend((0..cands.len() as u32).filter(|&i| !cands[i as usize].exact && cands[i as usize].v <= best));
-        bounded.sort_by(|&a, &b| cands[a as usize].v.total_cmp(&cands[b as usize].v).then(a.cmp(&b)));
-        for &i in &bounded {
+        bounded.extend(
+            (0..cands.len() as u32)
+                .filter(|&i| !cands[i as usize].exact && cands[i as usize].v <= best)
+                .map(|i| Reverse(Bound(cands[i as usize].v, i))),
+        );
+        let mut heap = BinaryHeap::from(bounded);
+        while let Some(Reverse(Bound(_, i))) = heap.pop() {
             let Cand { s, v: bound, fwd, rev, .. } = cands[i as usize];
             if bound > best {
                 break;
@@ -140,7 +172,7 @@ impl Replay<'_> {
             }
         };
         self.candidates = cands;
-        self.bounded = bounded;
+        self.bounded = heap.into_vec();
         chosen
     }
 
@@ -162,11 +194,16 @@ impl Replay<'_> {
             Direction::Forward if !self.stale[si][0] => self.fwd[si].compute,
             Direction::Reverse if !self.stale[si][1] => self.rev[si].compute,
             _ => {
-                let (when, sum) = self.partial[si][dir as usize];
-                if when == self.marked[si][dir as usize] {
+                let d = dir as usize;
+                let (when, sum) = self.partial[si][d];
+                if when == self.marked[si][d] {
                     sum
                 } else {
-                    self.evicted_neighbour_compute(s, dir)
+                    // A lower bound until the region is marked again, like a
+                    // partial sum (see `partial`): keep it as one.
+                    let sum = self.evicted_neighbour_compute(s, dir);
+                    self.partial[si][d] = (self.marked[si][d], sum);
+                    sum
                 }
             }
         }
