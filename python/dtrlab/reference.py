@@ -19,6 +19,7 @@ The result has the same schema as the native engine's.
 from __future__ import annotations
 
 import importlib
+import hashlib
 import math
 import os
 import random
@@ -324,14 +325,29 @@ def baseline(path, start=False, simrd_path=None) -> dict[str, int]:
 
 
 ARCHIVE_URL = f"https://github.com/{SIMRD_REPO}/archive/{SIMRD_COMMIT}.tar.gz"
+#: Digest of the ``simrd`` package at the pinned commit (:func:`package_digest`
+#: of its 19 ``.py`` files): the archive GitHub builds is not byte-stable, its
+#: content is.
+SIMRD_PACKAGE_SHA256 = "6c7727c6c6ad5caa30efaf34132ba0e3e86af344144d534f4ed2ce396c5f0c15"
 #: Read no more than this of the repository archive (it is a few MB).
 ARCHIVE_LIMIT = 256 * 2**20
 
 
-def fetch(dest: str | os.PathLike, url: str = ARCHIVE_URL, retries: int = 3) -> Path:
+def package_digest(files: list[tuple[str, bytes]]) -> str:
+    """sha256 over the sorted ``path NUL sha256(content)`` lines of a package's
+    files (paths relative to the package's parent, with ``/``)."""
+    h = hashlib.sha256()
+    for rel, content in sorted(files):
+        h.update(f"{rel}\0{hashlib.sha256(content).hexdigest()}\n".encode())
+    return h.hexdigest()
+
+
+def fetch(dest: str | os.PathLike, url: str = ARCHIVE_URL, retries: int = 3,
+          package_sha256: str = SIMRD_PACKAGE_SHA256) -> Path:
     """Download the reference at the pinned commit and unpack its ``simrd``
-    package into ``dest`` (usable as ``DTRLAB_SIMRD``). Machines with internet
-    only; nothing of it is ever part of this repository."""
+    package into ``dest`` (usable as ``DTRLAB_SIMRD``), once its content
+    matches ``package_sha256``: otherwise nothing is written. Machines with
+    internet only; nothing of it is ever part of this repository."""
     import io
     import tarfile
 
@@ -357,6 +373,10 @@ def fetch(dest: str | os.PathLike, url: str = ARCHIVE_URL, retries: int = 3) -> 
                 members.append((Path(*parts[2:]), tar.extractfile(m).read()))
     if not members:
         raise ReferenceUnavailable(f"{url}: no simrd package in the archive")
+    digest = package_digest([(rel.as_posix(), content) for rel, content in members])
+    if digest != package_sha256:
+        raise ReferenceUnavailable(f"{url}: the simrd package's digest is {digest}, expected {package_sha256} "
+                                   f"(commit {SIMRD_COMMIT[:8]}); nothing was written")
     for rel, content in members:
         write_bytes(dest / rel, content)
     return dest
