@@ -215,9 +215,46 @@ def markdown(chain: list[dict], evictions: list[dict], fits: dict) -> str:
                        f"{r['evictions']:,} | {per} |")
         else:
             out.append(f"| {r['trace']} | {r['ratio']} | {r['engine']} | {r.get('error', 'time limit')} | - | - | - |")
+    pairs = side_by_side(chain, evictions)
+    if pairs:
+        out += ["", "## Side by side with simrd (same run, same machine)", "",
+                "| point | native (s) | simrd (s) | speedup |", "|---|---:|---:|---:|"]
+        for p in pairs:
+            if p["speedup"] is None:
+                out.append(f"| {p['point']} | {p['native_s']} | did not finish in the time limit | - |")
+            else:
+                out.append(f"| {p['point']} | {p['native_s']} | {p['simrd_s']} | {p['speedup']:,.0f}x |")
+        done = [p["speedup"] for p in pairs if p["speedup"] is not None]
+        if done:
+            out += ["", f"Smallest speedup: {min(done):,.0f}x over the {len(done)} points simrd finished "
+                        f"({len(pairs) - len(done)} more did not finish within the time limit)."]
     out += ["", "## Log-log slopes (1 = linear)", "", "| fit | slope |", "|---|---:|"]
     out += [f"| {k} | {v} |" for k, v in fits.items()]
     return "\n".join(out) + "\n"
+
+
+def side_by_side(chain: list[dict], evictions: list[dict]) -> list[dict]:
+    """Points measured by both engines: native replay time against simrd's
+    (``simrd_s`` is None where simrd did not finish within the time limit)."""
+    def pair(native: dict, ref: dict, point: str) -> dict | None:
+        if not native.get("finished") or not native["replay_s"]:
+            return None
+        ref_s = ref["replay_s"] if ref.get("finished") else None
+        return {"point": point, "native_s": native["replay_s"], "simrd_s": ref_s,
+                "speedup": None if ref_s is None else ref_s / native["replay_s"]}
+
+    out = []
+    for r in chain:
+        if r["engine"] == "simrd":
+            n = next(x for x in chain if x["engine"] == "native" and x["depth"] == r["depth"]
+                     and x["heuristic"] == r["heuristic"])
+            out.append(pair(n, r, f"chain {r['depth']:,} {r['heuristic']}"))
+    for r in evictions:
+        if r["engine"] == "simrd":
+            n = next(x for x in evictions if x["engine"] == "native" and x["trace"] == r["trace"]
+                     and x["ratio"] == r["ratio"])
+            out.append(pair(n, r, f"{r['trace']} {r['ratio']}"))
+    return [p for p in out if p is not None]
 
 
 def figure(chain: list[dict], evictions: list[dict], path: Path) -> None:
