@@ -115,7 +115,7 @@ def test_edge_walks_find_the_narrow_holes_a_grid_misses(exact_atlas, resnet):
 def test_edge_walks_respect_the_run_limit(resnet):
     peak = dtrlab.baseline(resnet).peak
     a = atlas.build(resnet, int(peak * 0.10), int(peak * 0.30), max_runs=20, grid=24, edge_runs=40,
-                    max_total_runs=70)
+                    max_total_runs=70, resolve=False)
     assert a.runs <= 71
     _confirmed_partition(a, resnet)
 
@@ -140,7 +140,8 @@ def test_cli_json_schema(trace_dir):
 
 def test_run_limit_leaves_unresolved_stretches_marked(resnet):
     peak = dtrlab.baseline(resnet).peak
-    a = atlas.build(resnet, int(peak * 0.080), int(peak * 0.150), max_runs=2, grid=30, max_total_runs=8)
+    a = atlas.build(resnet, int(peak * 0.080), int(peak * 0.150), max_runs=2, grid=30, max_total_runs=8,
+                    resolve=False)
     assert a.runs <= 9  # the limit is checked before each probe
     assert a.classes[0].lo == a.lo_budget and a.classes[-1].hi == a.hi_budget
     for c, d in zip(a.classes, a.classes[1:]):
@@ -152,6 +153,24 @@ def test_run_limit_leaves_unresolved_stretches_marked(resnet):
         assert dtrlab.simulate(resnet, budget=h["below_ok_budget"]).status == "ok"
 
 
+def test_limits_bound_the_walks_but_resolution_always_completes(resnet):
+    """With ``resolve`` (the default) the run and work limits stop the exact
+    walks, not the grid or the bisections: every byte gets a definite status,
+    at a cost bounded by the grid plus one bisection per status change."""
+    peak = dtrlab.baseline(resnet).peak
+    lo, hi = int(peak * 0.080), int(peak * 0.150)
+    a = atlas.build(resnet, lo, hi, max_runs=2, grid=30, max_total_runs=8, edge_runs=40, max_work=5)
+    assert a.unresolved() == {"mixed": 0, "unknown": 0}
+    assert {c.status for c in a.classes} <= {"ok", "oom", "thrashed"}
+    _confirmed_partition(a, resnet)
+    changes = sum(1 for c, d in zip(a.classes, a.classes[1:]) if c.status != d.status)
+    assert 8 < a.runs <= 2 + 30 + changes * (hi - lo).bit_length()
+    # What the walks did find agrees with the unlimited atlas.
+    full = atlas.build(resnet, lo, hi, max_runs=2, grid=30)
+    assert {(c.lo, c.hi, c.status) for c in a.classes if c.exact} <= \
+        {(c.lo, c.hi, c.status) for c in full.classes if c.exact}
+
+
 def test_work_limit_bounds_simulated_time(resnet):
     """The work budget counts simulated time in baseline replays: a job stops
     within one run of it, has sampled its whole grid before bisecting, reports
@@ -160,7 +179,7 @@ def test_work_limit_bounds_simulated_time(resnet):
     lo, hi = int(base.peak * 0.080), int(base.peak * 0.150)
     full = atlas.build(resnet, lo, hi, max_runs=2, grid=30)
     lines: list[str] = []
-    limited = atlas.build(resnet, lo, hi, max_runs=2, grid=30, max_work=80, log=lines.append)
+    limited = atlas.build(resnet, lo, hi, max_runs=2, grid=30, max_work=80, resolve=False, log=lines.append)
     budgets = [int(m[1].replace(",", "")) for m in map(re.compile(r"run \d+: budget ([\d,]+)").match, lines) if m]
     assert full.work > 80 and full.unresolved() == {"mixed": 0, "unknown": 0}
     assert len(budgets) == limited.runs < full.runs
@@ -180,7 +199,7 @@ def test_work_limit_bounds_simulated_time(resnet):
     stop = next(i for i, line in enumerate(lines) if line.startswith("exact walk stopped"))
     walk_work = [float(line.rsplit(" ", 1)[1]) for line in lines[:stop]]
     assert walk_work[-2] < atlas.EXACT_WALK_SHARE * 80 <= walk_work[-1]
-    again = atlas.build(resnet, lo, hi, max_runs=2, grid=30, max_work=80)
+    again = atlas.build(resnet, lo, hi, max_runs=2, grid=30, max_work=80, resolve=False)
     assert again.to_dict() == limited.to_dict()
     assert atlas.from_dict(limited.to_dict()).work == limited.work
 

@@ -16,16 +16,23 @@ next to the status changes (ResNet-32's 128-byte holes sit just above its OOM
 band), the classes on either side of every change are then walked exactly
 too (``edge_runs`` classes each way).
 
-Two deterministic limits bound a job: a run count (``max_total_runs``) and a
-*work* budget (``max_work``): the simulated time of all its runs, in units of
-the trace's baseline compute. A replay's cost grows with its simulated time,
-so a range full of thrashing runs (each up to ``cap`` times the baseline)
-stops early instead of taking hours; whatever is left is reported as
-unresolved, never guessed. Both limits are checked before each run, so the
-last run may overshoot by at most one run's work. The exact walk from ``lo``
-may spend at most ``EXACT_WALK_SHARE`` of the work budget: in a stretch of
-thrashing replays it would otherwise spend it all on a few classes a few
-kilobytes wide, leaving the grid that shows the whole range unsampled.
+Two deterministic limits bound the *exact walks* of a job: a run count
+(``max_total_runs``) and a *work* budget (``max_work``): the simulated time of
+all its runs, in units of the trace's baseline compute. A replay's cost grows
+with its simulated time, so a range full of thrashing runs (each up to
+``cap`` times the baseline) stops walking early instead of taking hours. Both
+limits are checked before each run, so the last run may overshoot by at most
+one run's work. The exact walk from ``lo`` may spend at most
+``EXACT_WALK_SHARE`` of the work budget: in a stretch of thrashing replays it
+would otherwise spend it all on a few classes a few kilobytes wide.
+
+*Resolution* — the grid and the bisection of every status change — is not
+bounded by those limits (``resolve=True``, the default): it costs at most
+``grid`` runs plus one bisection per status change (about 40 runs for a
+gigabyte-wide gap), so every byte of the range ends with a definite status,
+exact or sampled, and nothing is left unresolved. With ``resolve=False`` the
+limits stop resolution too, and what is left is reported as unresolved
+(``mixed`` or ``unknown``), never guessed.
 """
 
 from __future__ import annotations
@@ -108,7 +115,7 @@ class _Prober:
     """Replays at byte budgets, remembering every class seen."""
 
     def __init__(self, trace: engine.Trace, heuristic: str, cap: float | None, limit: int | None = None,
-                 log=None, compute: int = 1, max_work: float | None = None):
+                 log=None, compute: int = 1, max_work: float | None = None, resolve: bool = True):
         self.trace, self.heuristic, self.cap = trace, heuristic, cap
         self.runs = 0
         self.clock = 0  # summed simulated clock of every run
@@ -116,6 +123,7 @@ class _Prober:
         self.log = log
         self.compute = compute
         self.max_work = max_work
+        self.resolve = resolve
 
     @property
     def work(self) -> float:
@@ -125,6 +133,11 @@ class _Prober:
     def exhausted(self) -> bool:
         return ((self.limit is not None and self.runs >= self.limit)
                 or (self.max_work is not None and self.clock >= self.max_work * self.compute))
+
+    @property
+    def resolution_stopped(self) -> bool:
+        """Whether the grid and bisection must stop too (only without ``resolve``)."""
+        return not self.resolve and self.exhausted
 
     def run(self, budget: int, **kw) -> engine.SimResult:
         self.runs += 1
@@ -163,6 +176,7 @@ def build(
     max_total_runs: int | None = None,
     edge_runs: int = 0,
     max_work: float | None = None,
+    resolve: bool = True,
     progress=None,
     log=None,
 ) -> Atlas:
@@ -173,8 +187,10 @@ def build(
     bisection to the byte at each status change, and up to ``edge_runs``
     classes are walked exactly on each side of every status change.
     ``max_total_runs`` and ``max_work`` (simulated time in baseline replays)
-    bound the whole job: status changes left unbisected then are reported as
-    ``mixed`` stretches, budgets never run as ``unknown`` (never dropped).
+    bound the exact walks; the grid and every bisection still complete unless
+    ``resolve`` is False, in which case status changes left unbisected are
+    reported as ``mixed`` stretches, budgets never run as ``unknown`` (never
+    dropped).
     ``log`` (a callable taking a line) hears of every run and phase.
     """
     lo_budget = arguments.integer("lo_budget", lo_budget)
@@ -188,12 +204,14 @@ def build(
             arguments.integer(name, value, 1)
     grid = arguments.integer("grid", grid, 2)
     edge_runs = arguments.integer("edge_runs", edge_runs)
+    arguments.boolean("resolve", resolve)
     for name, value in (("time_limit", time_limit), ("max_work", max_work)):
         if value is not None:
             arguments.real(name, value, 0.0, lo_open=True, allow_inf=True)
     base = engine.baseline(trace)
     atlas = Atlas(trace.key, heuristic, cap, lo_budget, hi_budget, base.peak, compute=base.compute)
-    prober = _Prober(trace, heuristic, cap, max_total_runs, log, compute=max(base.compute, 1), max_work=max_work)
+    prober = _Prober(trace, heuristic, cap, max_total_runs, log, compute=max(base.compute, 1), max_work=max_work,
+                     resolve=resolve)
     start = time.monotonic()
     b = lo_budget
     while b <= hi_budget:
@@ -203,7 +221,7 @@ def build(
         if out_of_budget:
             if log is not None:
                 log(f"exact walk stopped at {b:,}: " + ("run or work limit reached, the rest is unresolved"
-                                                        if prober.exhausted else
+                                                        if prober.resolution_stopped else
                                                         f"sampling {grid} points with bisection"))
             sampled = _sampled(prober, b, hi_budget, grid)
             if edge_runs and log is not None:
@@ -219,7 +237,7 @@ def build(
     atlas.classes = merge_classes(atlas.classes)
     atlas.runs, atlas.clock = prober.runs, prober.clock
     if log is not None and prober.exhausted:
-        log(f"stopped by the run or work limit after {prober.runs} runs, work {prober.work:.1f}")
+        log(f"exact walks stopped by the run or work limit; {prober.runs} runs, work {prober.work:.1f}")
     return atlas
 
 
@@ -275,7 +293,7 @@ def _sampled(prober: _Prober, lo: int, hi: int, grid: int) -> list[ExecClass]:
         b = lo + (hi - lo) * k // (n - 1)
         if samples and b <= samples[-1].hi:
             continue
-        if prober.exhausted:
+        if prober.resolution_stopped:
             out.append(ExecClass(samples[-1].hi + 1 if samples else lo, hi, "unknown", None, exact=False))
             break
         samples.append(prober.probe(b, lo, hi))
@@ -357,7 +375,7 @@ def _fill_gap(prober: _Prober, left: ExecClass, right: ExecClass, lo: int, hi: i
         if a.status == b.status:
             out.append(ExecClass(gap_lo, gap_hi, a.status, None, exact=False))
             continue
-        if prober.exhausted:  # out of runs: say so rather than guess
+        if prober.resolution_stopped:  # out of runs: say so rather than guess
             out.append(ExecClass(gap_lo, gap_hi, "mixed", None, exact=False))
             continue
         m = prober.probe((gap_lo + gap_hi) // 2, lo, hi)

@@ -99,11 +99,13 @@ def build_parser() -> argparse.ArgumentParser:
     at.add_argument("--time-limit", type=float, default=None, help="seconds of exact walk before sampling")
     at.add_argument("--grid", type=int, default=200, help="samples of the fallback grid")
     at.add_argument("--max-total-runs", type=int, default=None,
-                    help="runs in all; status changes left then are reported as unresolved")
+                    help="runs of exact walk in all (the grid and bisections still complete, unless --no-resolve)")
     at.add_argument("--edge-runs", type=int, default=0,
                     help="after sampling, exact walk this many classes outward from every status change")
     at.add_argument("--max-work", type=float, default=None,
-                    help="simulated time in all, in baseline replays; the rest is reported as unresolved")
+                    help="simulated time of exact walks, in baseline replays (as --max-total-runs)")
+    at.add_argument("--no-resolve", action="store_true",
+                    help="let the limits stop the grid and bisections too, reporting the rest as unresolved")
     at.add_argument("--forensics", action="store_true", help="first differing eviction and retention per hole")
 
     task = sub.add_parser("task", help="run one workflow task (see dtrlab.experiments.TASKS)")
@@ -187,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
                                 cap=None if args.no_cap else args.cap, max_runs=args.max_runs,
                                 time_limit=args.time_limit, grid=args.grid, max_total_runs=args.max_total_runs,
                                 edge_runs=args.edge_runs, max_work=args.max_work,
-                                progress=progress)
+                                resolve=not args.no_resolve, progress=progress)
             doc = a.to_dict()
             if args.forensics:
                 doc["forensics"] = [atlas.hole_forensics(trace, a, h) for h in a.holes()]

@@ -149,7 +149,8 @@ def atlas_chunk(inputs, outputs, params) -> None:
     a = atlas.build(trace, lo_b, hi_b, heuristic=params["heuristic"], cap=params.get("cap"),
                     max_runs=params.get("max_runs"), time_limit=params.get("time_limit"), grid=params.get("grid", 40),
                     max_total_runs=params.get("max_total_runs"), edge_runs=params.get("edge_runs", 0),
-                    max_work=params.get("max_work"), log=lambda line: print(line, file=sys.stderr, flush=True))
+                    max_work=params.get("max_work"), resolve=params.get("resolve", True),
+                    log=lambda line: print(line, file=sys.stderr, flush=True))
     print(f"{a.runs} runs, work {a.work:.1f}, {len(a.classes)} classes, {len(a.holes())} holes", file=sys.stderr)
     _json_out(outputs[0], a.to_dict())
 

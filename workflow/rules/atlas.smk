@@ -29,6 +29,7 @@ rule atlas_chunk:
             max_total_runs=ATLAS["max_total_runs"],
             edge_runs=ATLAS["edge_runs"],
             max_work=ATLAS["max_work"],
+            resolve=ATLAS["resolve"],
         ),
         rule="atlas_chunk",
     shell:

@@ -199,6 +199,13 @@ def atlas(atlases: list[dict]) -> dict[str, str]:
         "AtlasLo": short_ratio(min(a["lo_budget"] / a["peak"] for a in atlases)),
         "AtlasHi": short_ratio(max(a["hi_budget"] / a["peak"] for a in atlases)),
         "AtlasExactTraces": integer(sum(1 for a in atlases if a["exact"])),
+        # Coverage, stated beside every hole count: the share of the mapped
+        # bytes walked exactly (the rest is sampled) and the bytes unresolved.
+        "AtlasExactShare": percent(sum(_exact_bytes(a) for a in atlases)
+                                   / max(1, sum(a["hi_budget"] - a["lo_budget"] + 1 for a in atlases)), 1),
+        "AtlasMinExactShare": percent(min((_exact_bytes(a) / (a["hi_budget"] - a["lo_budget"] + 1)
+                                           for a in atlases), default=0.0), 1),
+        "AtlasUnresolvedBytes": integer(sum(sum((a.get("unresolved_bytes") or {}).values()) for a in atlases)),
     }
     if holes:
         widths = [h["hi"] - h["lo"] + 1 for _, h in holes]
@@ -210,6 +217,10 @@ def atlas(atlases: list[dict]) -> dict[str, str]:
         out.update({k: "--" for k in ("AtlasWidestHoleTrace", "AtlasWidestHoleLo", "AtlasWidestHoleHi",
                                       "AtlasWidestHoleBytes", "AtlasNarrowestHoleBytes")})
     return out
+
+
+def _exact_bytes(a: dict) -> int:
+    return sum(c["hi"] - c["lo"] + 1 for c in a["classes"] if c.get("exact"))
 
 
 def _json(path) -> dict:
