@@ -160,9 +160,18 @@ def evictions_axis(trace_keys: list[str], ratios: list[float], limit: float, wit
         engines = ["native", "simrd"] if with_ref else ["native"]
         for engine in engines:
             log(f"{key}: {engine} at {len(ratios)} ratios ...")
-            for r in ratios:
-                m = measure(engine, path, [{"ratio": r}], limit)
+            # simrd from the largest budget down: once a point passes the
+            # time limit, the smaller budgets (more evictions) are not tried.
+            order = sorted(ratios, reverse=True) if engine == "simrd" else ratios
+            timed_out = False
+            for r in order:
                 row = {"trace": key, "ratio": r, "engine": engine}
+                if timed_out:
+                    row.update(finished=False, error="not run (a larger budget passed the time limit)")
+                    rows.append(row)
+                    continue
+                m = measure(engine, path, [{"ratio": r}], limit)
+                timed_out = m is None
                 if m is None or "error" in m:
                     row.update(finished=False, **({"error": m["error"]} if m else {}))
                 else:
@@ -221,13 +230,14 @@ def markdown(chain: list[dict], evictions: list[dict], fits: dict) -> str:
                 "| point | native (s) | simrd (s) | speedup |", "|---|---:|---:|---:|"]
         for p in pairs:
             if p["speedup"] is None:
-                out.append(f"| {p['point']} | {p['native_s']} | did not finish in the time limit | - |")
+                out.append(f"| {p['point']} | {p['native_s']} | {p['note']} | - |")
             else:
                 out.append(f"| {p['point']} | {p['native_s']} | {p['simrd_s']} | {p['speedup']:,.0f}x |")
         done = [p["speedup"] for p in pairs if p["speedup"] is not None]
         if done:
             out += ["", f"Smallest speedup: {min(done):,.0f}x over the {len(done)} points simrd finished "
-                        f"({len(pairs) - len(done)} more did not finish within the time limit)."]
+                        f"({len(pairs) - len(done)} more it did not finish within the time limit or was not "
+                        "given)."]
     out += ["", "## Log-log slopes (1 = linear)", "", "| fit | slope |", "|---|---:|"]
     out += [f"| {k} | {v} |" for k, v in fits.items()]
     return "\n".join(out) + "\n"
@@ -241,7 +251,8 @@ def side_by_side(chain: list[dict], evictions: list[dict]) -> list[dict]:
             return None
         ref_s = ref["replay_s"] if ref.get("finished") else None
         return {"point": point, "native_s": native["replay_s"], "simrd_s": ref_s,
-                "speedup": None if ref_s is None else ref_s / native["replay_s"]}
+                "speedup": None if ref_s is None else ref_s / native["replay_s"],
+                "note": ref.get("error", "did not finish within the time limit")}
 
     out = []
     for r in chain:
