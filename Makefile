@@ -5,7 +5,8 @@
 #   make run CONFIG=config/reduced.yaml   a reduced study (small grids) on top of the defaults
 #
 # Set-up = Debian packages that are missing (scripts/setup-system.sh), a venv in
-# .venv, the Rust engine built by maturin, Python dependencies from pyproject.
+# .venv, the Rust engine built by maturin, Python dependencies from pyproject at
+# the exact versions of requirements.lock (make lock refreshes it).
 
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -15,15 +16,16 @@ CORES ?= $(shell nproc)
 CONFIG ?=
 STAMP := $(VENV)/.dtrlab-installed
 SOURCES := $(shell find crates python -type f \( -name '*.rs' -o -name '*.py' -o -name 'Cargo.toml' \) 2>/dev/null) \
-	pyproject.toml Cargo.toml Cargo.lock
+	pyproject.toml Cargo.toml Cargo.lock requirements.lock
 
-.PHONY: setup test test-rust test-python run verify lint bench clean
+.PHONY: setup test test-rust test-python run verify lint bench lock clean
 
 $(STAMP): $(SOURCES)
 	./scripts/setup-system.sh
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,workflow,notebooks]'
+	# Exact versions from requirements.lock (refresh: make lock).
+	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[test,workflow,notebooks]'
 	# The figure notebooks' kernel, for opening them in Jupyter from this venv
 	# (the workflow itself finds it in workflow/jupyter).
 	$(BIN)/python -m ipykernel install --sys-prefix --name dtrlab --display-name "Python (dtrlab)" >/dev/null
@@ -50,6 +52,10 @@ lint: setup
 	cargo clippy -p dtr-core -p dtr-py --release -- -D warnings
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/snakemake --lint
 	$(BIN)/snakefmt --check .
+
+# Re-resolve requirements.lock: the newest versions pyproject.toml allows.
+lock: setup
+	$(BIN)/python scripts/lock.py
 
 bench: setup
 	$(BIN)/python benchmarks/bench_engine.py

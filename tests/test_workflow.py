@@ -309,6 +309,42 @@ def test_the_snakefile_states_the_snakemake_it_needs():
     assert "snakemake-minimal>=9,<10" in (REPO / "environment.yml").read_text()
 
 
+def _lock() -> dict[str, str]:
+    import re
+
+    pins = {}
+    for line in (REPO / "requirements.lock").read_text().splitlines():
+        if line and not line.startswith("#"):
+            name, version = line.split("==")
+            pins[re.sub(r"[-_.]+", "-", name).lower()] = version
+    return pins
+
+
+def test_the_lock_pins_every_dependency_within_the_declared_bounds():
+    """requirements.lock (what make setup installs) satisfies pyproject.toml's
+    dependencies and the extras make setup asks for; the conda files declare
+    the same bounds for the data libraries."""
+    import re
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    pins = _lock()
+    wanted = project["dependencies"] + [r for e in ("test", "workflow", "notebooks")
+                                        for r in project["optional-dependencies"][e]]
+    for spec in wanted:
+        req = Requirement(spec)
+        name = re.sub(r"[-_.]+", "-", req.name).lower()
+        assert name in pins, f"{name} is not in requirements.lock"
+        assert req.specifier.contains(pins[name], prereleases=True), f"{name}=={pins[name]} outside {req.specifier}"
+    assert "dtrlab" not in pins
+    for env in ("environment.yml", ".binder/environment.yml"):
+        text = (REPO / env).read_text()
+        assert "numpy>=2,<3" in text and "pandas>=3,<4" in text, env
+    assert "-c requirements.lock" in (REPO / "Makefile").read_text()
+
+
 def test_the_dev_container_sets_path_where_the_container_env_is_known():
     """`${containerEnv:...}` is substituted only after the container exists:
     in `containerEnv` (passed to `docker run`) PATH would lose /usr/bin."""
