@@ -1,5 +1,5 @@
 """Write requirements.lock: the exact versions pip resolves today for the
-package's dependencies and its test, workflow and notebook extras.
+package's dependencies and its test, workflow, notebook and slurm extras.
 
     make lock        # refresh it (then run make test and commit it)
 
@@ -17,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-EXTRAS = "test,workflow,notebooks"
+EXTRAS = "test,workflow,notebooks,slurm"
 HEADER = """\
 # Exact versions `make setup` installs (pip constraints), resolved by
 # `make lock` (scripts/lock.py) for CPython {python} on {platform}.

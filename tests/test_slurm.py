@@ -1,0 +1,85 @@
+"""The SLURM profile on a real cluster: jobs submitted with sbatch and tracked
+by the executor plugin give byte for byte the artifacts of a local run.
+
+Runs where a SLURM partition is up and the plugin is installed, e.g. the
+single-node cluster of ``scripts/slurm-local.sh up`` (``.ci/run`` starts it
+and stops it); skipped elsewhere.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import write_reduced_config
+from dtrlab import traces
+
+REPO = Path(__file__).resolve().parent.parent
+PARTITION = os.environ.get("DTRLAB_SLURM_PARTITION", "compute")
+# Baselines of the reduced study's traces, one sweep chunk (LSTM around its
+# regime switch) and the claim computed from it.
+TARGETS = ["baselines", "results/claims/c1_regimes.json"]
+
+
+def _partition_up() -> bool:
+    if shutil.which("sinfo") is None:
+        return False
+    p = subprocess.run(["sinfo", "-h", "-p", PARTITION, "-o", "%T"], capture_output=True, text=True)
+    return p.returncode == 0 and any(s in p.stdout for s in ("idle", "mixed", "allocated"))
+
+
+def _plugin() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("snakemake_executor_plugin_slurm") is not None
+
+
+pytestmark = pytest.mark.skipif(not (_partition_up() and _plugin()),
+                                reason=f"no SLURM partition {PARTITION!r} up, or no executor plugin")
+
+
+def _run(workdir: Path, *args: str) -> subprocess.CompletedProcess:
+    mirror = traces.default_mirror()
+    if mirror is None:
+        pytest.skip("no artifact mirror (set DTRLAB_ARTIFACT_MIRROR)")
+    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
+           *TARGETS, "--configfile", str(write_reduced_config(workdir)), *args]
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    env = {**os.environ, "PATH": path, traces.MIRROR_ENV: str(Path(mirror).resolve())}
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=1200, env=env)
+
+
+def _artifacts(workdir: Path) -> dict[str, str]:
+    """sha256 of every result file but logs and timings."""
+    root = workdir / "results"
+    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file() and p.relative_to(root).parts[0] not in ("logs", "benchmarks")}
+
+
+def test_the_slurm_profile_runs_real_jobs_and_matches_a_local_run(tmp_path):
+    cluster, local = tmp_path / "cluster", tmp_path / "local"
+    cluster.mkdir()
+    local.mkdir()
+    p = _run(cluster, "--profile", str(REPO / "profiles" / "slurm"),
+             "--default-resources", f"slurm_partition={PARTITION}", "runtime=30", "mem_mb=2000",
+             # No accounting database on a test cluster: squeue tracks the jobs.
+             "--slurm-status-command", "squeue", "--slurm-no-account",
+             "--slurm-init-seconds-before-status-checks", "5",
+             "--slurm-logdir", str(tmp_path / "slurm_logs"), "--slurm-keep-successful-logs")
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out[-4000:]
+    # Real jobs: each compute rule went through sbatch; the download ran here.
+    logs = [p.relative_to(tmp_path / "slurm_logs") for p in (tmp_path / "slurm_logs").rglob("*.log")]
+    rules = {p.parts[0].removeprefix("rule_") for p in logs}
+    assert {"baseline", "sweep_chunk", "c1_regimes"} <= rules, sorted(rules)
+    assert "fetch_traces" not in rules
+    q = _run(local, "--cores", "2")
+    assert q.returncode == 0, (q.stdout + q.stderr)[-4000:]
+    a, b = _artifacts(cluster), _artifacts(local)
+    assert a and a == b
