@@ -354,6 +354,17 @@ def test_the_dev_container_sets_path_where_the_container_env_is_known():
     assert path.startswith("${containerWorkspaceFolder}/.venv/bin:") and path.endswith("${containerEnv:PATH}")
 
 
+def test_hosted_ci_runs_what_the_local_ci_runs():
+    """The hosted workflow runs .ci/run, which runs the README's two commands."""
+    spec = yaml.safe_load((REPO / ".github" / "workflows" / "ci.yml").read_text())
+    steps = spec["jobs"]["test-and-run"]["steps"]
+    assert [s["run"] for s in steps if "run" in s] == ["bash .ci/run"]
+    assert any(s.get("with", {}).get("python-version") == "3.11" for s in steps)
+    local = (REPO / ".ci" / "run").read_text()
+    assert "make test\n" in local and "make run CONFIG=config/reduced.yaml" in local
+    assert "scripts/slurm-local.sh up" in local and "scripts/slurm-local.sh down" in local
+
+
 def test_the_slurm_profile_lets_threads_set_cpus_and_fetches_locally():
     profile = yaml.safe_load((REPO / "profiles" / "slurm" / "config.yaml").read_text())
     assert profile["executor"] == "slurm"
