@@ -187,13 +187,11 @@ impl Replay<'_> {
             }
             let mut list = std::mem::take(owed);
             // A take-over (no copy) first when it applies; the rest in one pass.
-            let mut first = 0;
             if region.interior.is_empty() && region.frontier == [list[0].0] {
-                let (x, reg) = (list[0].0, std::mem::take(&mut list[0].1));
+                let (x, reg) = list.remove(0);
                 Self::absorb_owed(region, x, reg, self.compute_changes, self.cfg.eager_regions, &self.compute, &mut self.marks);
-                first = 1;
             }
-            match &list[first..] {
+            match &list[..] {
                 [] => {}
                 [(x, reg)] => region.absorb(*x, reg, &self.compute, &mut self.marks),
                 rest => region.absorb_all(rest, &self.compute, &mut self.marks, &mut self.marks2),
