@@ -11,7 +11,6 @@ shows as a readable diff. `make setup` installs with it as constraints.
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 import tempfile
@@ -26,11 +25,6 @@ HEADER = """\
 """
 
 
-def normalize(name: str) -> str:
-    """A distribution's name as PEP 503 compares them."""
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 def main() -> int:
     root = Path(__file__).resolve().parent.parent
     with tempfile.TemporaryDirectory() as tmp:
@@ -38,8 +32,10 @@ def main() -> int:
         subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--dry-run", "--ignore-installed",
                         "--report", str(report), f".[{EXTRAS}]"], cwd=root, check=True)
         items = json.loads(report.read_text())["install"]
-    pins = sorted((normalize(i["metadata"]["name"]), i["metadata"]["version"]) for i in items
-                  if normalize(i["metadata"]["name"]) != "dtrlab")
+    from packaging.utils import canonicalize_name
+
+    pins = sorted((canonicalize_name(i["metadata"]["name"]), i["metadata"]["version"]) for i in items
+                  if canonicalize_name(i["metadata"]["name"]) != "dtrlab")
     import platform
 
     text = HEADER.format(python=".".join(platform.python_version_tuple()[:2]),

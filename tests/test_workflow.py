@@ -310,13 +310,13 @@ def test_the_snakefile_states_the_snakemake_it_needs():
 
 
 def _lock() -> dict[str, str]:
-    import re
+    from packaging.utils import canonicalize_name
 
     pins = {}
     for line in (REPO / "requirements.lock").read_text().splitlines():
         if line and not line.startswith("#"):
             name, version = line.split("==")
-            pins[re.sub(r"[-_.]+", "-", name).lower()] = version
+            pins[canonicalize_name(name)] = version
     return pins
 
 
@@ -324,10 +324,10 @@ def test_the_lock_pins_every_dependency_within_the_declared_bounds():
     """requirements.lock (what make setup installs) satisfies pyproject.toml's
     dependencies and the extras make setup asks for; the conda files declare
     the same bounds for the data libraries."""
-    import re
     import tomllib
 
     from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
 
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     pins = _lock()
@@ -335,7 +335,7 @@ def test_the_lock_pins_every_dependency_within_the_declared_bounds():
                                         for r in project["optional-dependencies"][e]]
     for spec in wanted:
         req = Requirement(spec)
-        name = re.sub(r"[-_.]+", "-", req.name).lower()
+        name = canonicalize_name(req.name)
         assert name in pins, f"{name} is not in requirements.lock"
         assert req.specifier.contains(pins[name], prereleases=True), f"{name}=={pins[name]} outside {req.specifier}"
     assert "dtrlab" not in pins

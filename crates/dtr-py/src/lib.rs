@@ -90,6 +90,11 @@ fn default_memory_limit() -> Option<u64> {
     Some(held_bytes() + free / 2)
 }
 
+/// The guard of one engine call: the caller's limit, else the default.
+fn memory_guard(memory_limit: Option<u64>, hint: &'static str) -> Option<core::MemoryGuard> {
+    memory_limit.or_else(default_memory_limit).map(|limit| core::MemoryGuard { used: held_bytes, limit, hint })
+}
+
 create_exception!(_engine, TraceError, PyValueError, "A trace file is malformed (names the file and line).");
 create_exception!(_engine, EngineError, PyRuntimeError, "The engine cannot perform a request.");
 
@@ -150,11 +155,7 @@ impl Trace {
         start: bool,
         memory_limit: Option<u64>,
     ) -> PyResult<Self> {
-        let guard = memory_limit.or_else(default_memory_limit).map(|limit| core::MemoryGuard {
-            used: held_bytes,
-            limit,
-            hint: " or parse a smaller trace",
-        });
+        let guard = memory_guard(memory_limit, " or parse a smaller trace");
         let data = if let Ok(b) = text.downcast::<PyBytes>() {
             b.as_bytes()
         } else if let Ok(s) = text.downcast::<PyString>() {
@@ -270,11 +271,7 @@ impl Trace {
             events,
             self_check,
             eager_regions,
-            memory: memory_limit.or_else(default_memory_limit).map(|limit| core::MemoryGuard {
-                used: held_bytes,
-                limit,
-                hint: " or ask for less (events=False, a cap on the overhead)",
-            }),
+            memory: memory_guard(memory_limit, " or ask for less (events=False, a cap on the overhead)"),
         };
         let t = self.inner.clone();
         let r = guarded(py, move || core::simulate(&t, &cfg))?;

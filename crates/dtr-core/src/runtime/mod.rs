@@ -369,26 +369,24 @@ impl<'a> Replay<'a> {
         Ok(())
     }
 
-    fn get_ref(&mut self, t: TensorId) -> Result<(), Stop> {
+    /// The storage of `t`, which must still hold an external reference
+    /// (`misuse` says what the schedule did otherwise).
+    fn referenced_storage(&self, t: TensorId, misuse: &str) -> Result<u32, Stop> {
         let s = self.storage(t);
         if self.ref_ext[s as usize] == 0 {
-            return Err(self.invalid(format!(
-                "{:?} is referenced again after its last reference was released",
-                self.tensor_name(t)
-            )));
+            return Err(self.invalid(format!("{:?} {misuse}", self.tensor_name(t))));
         }
+        Ok(s)
+    }
+
+    fn get_ref(&mut self, t: TensorId) -> Result<(), Stop> {
+        let s = self.referenced_storage(t, "is referenced again after its last reference was released")?;
         self.ref_ext[s as usize] += 1;
         Ok(())
     }
 
     fn release(&mut self, t: TensorId) -> Result<(), Stop> {
-        let s = self.storage(t);
-        if self.ref_ext[s as usize] == 0 {
-            return Err(self.invalid(format!(
-                "{:?} is released more often than it was referenced",
-                self.tensor_name(t)
-            )));
-        }
+        let s = self.referenced_storage(t, "is released more often than it was referenced")?;
         self.ref_ext[s as usize] -= 1;
         let si = s as usize;
         if self.ref_ext[si] == 0 && self.material[si] && !self.pinned[si] && !self.retained[si] {
