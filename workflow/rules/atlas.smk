@@ -13,8 +13,6 @@ rule atlas_chunk:
         f"{RESULTS}/logs/atlas/{{trace}}/{{heuristic}}/chunk-{{chunk}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/atlas/{{trace}}/{{heuristic}}/chunk-{{chunk}}.tsv"
-    conda:
-        ENV
     params:
         spec=lambda wc: task_params(
             heuristic=wc.heuristic,
@@ -52,8 +50,6 @@ rule atlas_trace:
         holes_csv=f"{RESULTS}/atlas/{{trace}}/{{heuristic}}/holes.csv",
     log:
         f"{RESULTS}/logs/atlas/{{trace}}/{{heuristic}}/merge.log",
-    conda:
-        ENV
     params:
         spec=task_params(forensics=ATLAS["forensics"]),
         rule="atlas_trace",
@@ -83,8 +79,6 @@ rule atlas_report:
         tex=f"{RESULTS}/atlas/holes.tex",
     log:
         f"{RESULTS}/logs/atlas/report.log",
-    conda:
-        ENV
     params:
         rule="atlas_report",
     shell:
@@ -118,8 +112,6 @@ rule atlas_manifest:
         f"{RESULTS}/atlas/MANIFEST.json",
     log:
         f"{RESULTS}/logs/atlas/manifest.log",
-    conda:
-        ENV
     params:
         config_sha256=CONFIG_SHA256,
     shell:

@@ -12,8 +12,6 @@ rule baseline:
         f"{RESULTS}/logs/baseline/{{trace}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/baseline/{{trace}}.tsv"
-    conda:
-        ENV
     params:
         start=["--start"] if config["engine"]["start"] else [],
         engine=engine_args(),
@@ -31,8 +29,6 @@ rule baselines:
         csv=f"{RESULTS}/baselines/baselines.csv",
     log:
         f"{RESULTS}/logs/baselines.log",
-    conda:
-        ENV
     params:
         rule="baselines",
     shell:

@@ -135,9 +135,6 @@ def task_params(**params):
     )
 
 
-# The software environment of every rule (for --use-conda).
-ENV = "../../environment.yml"
-
 # Every hashed artifact, by topic; the manifest rule hashes them all.
 ARTIFACTS = {}
 

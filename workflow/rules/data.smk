@@ -20,8 +20,6 @@ rule fetch_traces:
         provenance=[str(sidecar_path(f)) for f in TRACE_DATA],
     log:
         f"{RESULTS}/logs/fetch_traces.log",
-    conda:
-        ENV
     params:
         dest=lambda wildcards, output: os.path.dirname(output.archive),
         url=config["artifact"]["url"],
@@ -38,8 +36,6 @@ rule fetch_simrd:
         directory(SIMRD_FETCHED),
     log:
         f"{RESULTS}/logs/fetch_simrd.log",
-    conda:
-        ENV
     shell:
         "dtrlab fetch-simrd --dest {output:q} > {log:q} 2>&1"
 

@@ -12,8 +12,6 @@ rule sweep_chunk:
         f"{RESULTS}/logs/sweeps/{{sweep}}/chunk-{{chunk}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/sweeps/{{sweep}}/chunk-{{chunk}}.tsv"
-    conda:
-        ENV
     threads: EXP["threads"]
     params:
         spec=lambda wc, threads: task_params(
@@ -33,8 +31,6 @@ rule sweep:
         csv=f"{RESULTS}/sweeps/{{sweep}}.csv",
     log:
         f"{RESULTS}/logs/sweeps/{{sweep}}.log",
-    conda:
-        ENV
     params:
         rule="sweep",
     shell:
@@ -51,8 +47,6 @@ rule c1_regimes:
         csv=f"{RESULTS}/claims/c1_regimes.csv",
     log:
         f"{RESULTS}/logs/claims/c1_regimes.log",
-    conda:
-        ENV
     params:
         spec=task_params(
             points=EXP["lstm_regimes"]["points"],
@@ -74,8 +68,6 @@ rule c2_reeviction:
         csv=f"{RESULTS}/claims/c2_eviction_counts.csv",
     log:
         f"{RESULTS}/logs/claims/c2_reeviction.log",
-    conda:
-        ENV
     params:
         spec=task_params(
             fast=EXP["reeviction"]["fast"],
@@ -98,8 +90,6 @@ rule c3_inversions:
         csv=f"{RESULTS}/claims/c3_inversions.csv",
     log:
         f"{RESULTS}/logs/claims/c3_inversions.log",
-    conda:
-        ENV
     params:
         spec=task_params(overhead_points=EXP["resnet32_sweep"]["overhead_points"]),
         rule="c3_inversions",
@@ -118,8 +108,6 @@ rule c4_forensics:
         csv=f"{RESULTS}/claims/c4_held_frontier.csv",
     log:
         f"{RESULTS}/logs/claims/c4_forensics.log",
-    conda:
-        ENV
     params:
         spec=task_params(
             ratios=EXP["forensics"]["ratios"], heuristic=HEURISTIC, cap=CAP
@@ -140,8 +128,6 @@ rule c5_ablation:
         csv=f"{RESULTS}/claims/c5_ablation.csv",
     log:
         f"{RESULTS}/logs/claims/c5_ablation.log",
-    conda:
-        ENV
     params:
         spec=task_params(min_factor=EXP["ablation"]["min_factor"]),
         rule="c5_ablation",
@@ -160,8 +146,6 @@ rule c6_determinism:
         csv=f"{RESULTS}/claims/c6_determinism.csv",
     log:
         f"{RESULTS}/logs/claims/c6_determinism.log",
-    conda:
-        ENV
     params:
         spec=task_params(
             points=EXP["determinism"]["points"],
@@ -188,8 +172,6 @@ rule claims:
         f"{RESULTS}/claims.json",
     log:
         f"{RESULTS}/logs/claims/claims.log",
-    conda:
-        ENV
     params:
         rule="claims",
     shell:
@@ -206,8 +188,6 @@ rule claims_check:
         md=f"{RESULTS}/claims/claims_check.md",
     log:
         f"{RESULTS}/logs/claims/claims_check.log",
-    conda:
-        ENV
     params:
         rule="claims_check",
     shell:

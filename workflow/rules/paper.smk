@@ -20,8 +20,6 @@ rule nb_lstm_regimes:
         html=f"{NOTEBOOKS}/lstm_regimes.html",
     log:
         f"{RESULTS}/logs/paper/nb_lstm_regimes.log",
-    conda:
-        ENV
     params:
         out_dir=lambda wc, output: os.path.dirname(output[0]),
         html_dir=lambda wc, output: os.path.dirname(output.html),
@@ -49,8 +47,6 @@ rule nb_resnet_inversion:
         html=f"{NOTEBOOKS}/resnet_inversion.html",
     log:
         f"{RESULTS}/logs/paper/nb_resnet_inversion.log",
-    conda:
-        ENV
     params:
         out_dir=lambda wc, output: os.path.dirname(output[0]),
         html_dir=lambda wc, output: os.path.dirname(output.html),
@@ -77,8 +73,6 @@ rule nb_ablation:
         html=f"{NOTEBOOKS}/ablation.html",
     log:
         f"{RESULTS}/logs/paper/nb_ablation.log",
-    conda:
-        ENV
     params:
         out_dir=lambda wc, output: os.path.dirname(output[0]),
         html_dir=lambda wc, output: os.path.dirname(output.html),
@@ -136,8 +130,6 @@ rule paper_tables:
         [f"{RESULTS}/tables/{name}.tex" for name in PAPER_TABLES],
     log:
         f"{RESULTS}/logs/paper/tables.log",
-    conda:
-        ENV
     params:
         spec=task_params(lstm_points=EXP["lstm_regimes"]["points"]),
         rule="paper_tables",
@@ -164,8 +156,6 @@ rule paper_macros:
         f"{RESULTS}/paper/macros.tex",
     log:
         f"{RESULTS}/logs/paper/macros.log",
-    conda:
-        ENV
     params:
         spec=task_params(baselines=len(TRACES)),
         rule="paper_macros",
@@ -183,8 +173,6 @@ rule paper:
         f"{RESULTS}/paper/main.pdf",
     log:
         f"{RESULTS}/logs/paper/latexmk.log",
-    conda:
-        ENV
     params:
         spec=task_params(results=RESULTS),
         rule="paper",

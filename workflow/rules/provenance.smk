@@ -31,8 +31,6 @@ rule manifest:
         f"{RESULTS}/MANIFEST.json",
     log:
         f"{RESULTS}/logs/manifest.log",
-    conda:
-        ENV
     params:
         config_sha256=CONFIG_SHA256,
     shell:
