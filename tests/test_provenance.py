@@ -65,24 +65,29 @@ def _manifest(path, config, artifacts):
 
 
 def test_a_run_is_compared_with_a_reference_artifact_by_artifact(tmp_path):
-    ours = _manifest(tmp_path / "ours.json", "c", {"results/a": "1", "results/b": "2", "results/new": "3"})
-    ref = _manifest(tmp_path / "ref.json", "c", {"results/a": "1", "results/b": "9", "results/gone": "4"})
-    assert provenance.compare(ours, ref) == [
-        "results/gone: not in this run",
-        "results/new: not in the reference",
-        "results/b: sha256 2 != reference 9",
+    ours = _manifest(tmp_path / "ours.json", "c", {"results/a": "1", "results/b": "2", "results/new": "3",
+                                                   "results/paper/main.pdf": "5"})
+    ref = _manifest(tmp_path / "ref.json", "c", {"results/a": "1", "results/b": "9", "results/gone": "4",
+                                                 "results/paper/main.pdf": "6"})
+    rows = provenance.compare(ours, ref)
+    assert [(r.path, r.status, r.document, r.acceptable) for r in rows] == [
+        ("results/a", "identical", False, True),
+        ("results/b", "differs", False, False),
+        ("results/gone", "missing", False, False),
+        ("results/new", "extra", False, False),
+        ("results/paper/main.pdf", "differs", True, True),
     ]
-    assert provenance.compare(ours, ours) == []
+    assert {r.status for r in provenance.compare(ours, ours)} == {"identical"}
 
 
 def test_runs_of_different_configurations_are_not_compared(tmp_path):
     ours = _manifest(tmp_path / "ours.json", "c1", {"results/a": "1"})
     ref = _manifest(tmp_path / "ref.json", "c2", {"results/a": "1"})
-    [problem] = provenance.compare(ours, ref)
-    assert "runs of different configurations are not compared" in problem
+    with pytest.raises(ValueError, match="runs of different configurations are not compared"):
+        provenance.compare(ours, ref)
 
 
-def test_verify_against_a_reference_fails_on_a_difference(tmp_path):
+def test_verify_against_a_reference_fails_on_a_difference(tmp_path, capsys):
     from dtrlab.cli import main
 
     (tmp_path / "results").mkdir()
@@ -94,4 +99,18 @@ def test_verify_against_a_reference_fails_on_a_difference(tmp_path):
     same = _manifest(tmp_path / "same.json", "c", {"results/a": digest})
     other = _manifest(tmp_path / "other.json", "c", {"results/a": "0" * 64})
     assert main(["verify", str(ours), "--against", str(same)]) == 0
+    assert "identical  data     results/a" in capsys.readouterr().out
     assert main(["verify", str(ours), "--against", str(other)]) == 1
+    assert "DIFFERS    data     results/a" in capsys.readouterr().out
+    # A figure or the paper may differ (renderer versions, the commit it names); data may not.
+    figure = tmp_path / "results" / "f.pdf"
+    figure.write_text("pdf")
+    ours.write_text(json.dumps({"config_sha256": "c", "artifacts": [
+        {"path": "results/a", "sha256": digest, "bytes": 1},
+        {"path": "results/f.pdf", "sha256": provenance.sha256_file(figure), "bytes": 3}]}))
+    rendered_elsewhere = _manifest(tmp_path / "docs.json", "c", {"results/a": digest, "results/f.pdf": "0" * 64})
+    assert main(["verify", str(ours), "--against", str(rendered_elsewhere)]) == 0
+    out = capsys.readouterr().out
+    assert "differs    document results/f.pdf" in out and "1 of 1 data artifacts identical" in out
+    assert main(["verify", str(ours), "--against", str(_manifest(tmp_path / "c2.json", "c2", {}))]) == 1
+    assert "runs of different configurations are not compared" in capsys.readouterr().err

@@ -21,6 +21,7 @@ import os
 import platform
 import subprocess
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping
 
@@ -167,19 +168,51 @@ def read_manifest(manifest_path: str | os.PathLike) -> dict:
     return manifest
 
 
-def compare(manifest_path: str | os.PathLike, reference_path: str | os.PathLike) -> list[str]:
-    """How a run's manifest differs from a reference run's (empty = the same
-    artifacts, byte for byte). Runs of different configurations are not compared."""
+#: Artifacts rendered for reading (figures, the paper). Their bytes also
+#: depend on the matplotlib and TeX Live versions, and the paper names the
+#: commit it was built from; so across machines and commits they may differ
+#: while every data artifact (traces, tables, results, macros) stays identical.
+DOCUMENT_SUFFIXES = (".pdf", ".png")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One artifact of a run against a reference run."""
+
+    path: str
+    #: ``identical``, ``differs``, ``missing`` (only in the reference) or
+    #: ``extra`` (only in this run).
+    status: str
+
+    @property
+    def document(self) -> bool:
+        return self.path.endswith(DOCUMENT_SUFFIXES)
+
+    @property
+    def acceptable(self) -> bool:
+        """Identical, or a document that differs (see :data:`DOCUMENT_SUFFIXES`)."""
+        return self.status == "identical" or (self.status == "differs" and self.document)
+
+
+def compare(manifest_path: str | os.PathLike, reference_path: str | os.PathLike) -> list[Comparison]:
+    """Every artifact of a run's manifest and of a reference run's, compared
+    by hash, sorted by path. Runs of different configurations are not
+    compared (``ValueError``)."""
     ours, ref = read_manifest(manifest_path), read_manifest(reference_path)
     if ours.get("config_sha256") != ref.get("config_sha256"):
-        return [f"configuration {ours.get('config_sha256')} != reference {ref.get('config_sha256')}: "
-                "runs of different configurations are not compared"]
+        raise ValueError(f"configuration {ours.get('config_sha256')} != reference {ref.get('config_sha256')}: "
+                         "runs of different configurations are not compared")
     a = {e["path"]: e["sha256"] for e in ours["artifacts"]}
     b = {e["path"]: e["sha256"] for e in ref["artifacts"]}
-    problems = [f"{p}: not in this run" for p in sorted(b.keys() - a.keys())]
-    problems += [f"{p}: not in the reference" for p in sorted(a.keys() - b.keys())]
-    problems += [f"{p}: sha256 {a[p]} != reference {b[p]}" for p in sorted(a.keys() & b.keys()) if a[p] != b[p]]
-    return problems
+
+    def status(p: str) -> str:
+        if p not in a:
+            return "missing"
+        if p not in b:
+            return "extra"
+        return "identical" if a[p] == b[p] else "differs"
+
+    return [Comparison(p, status(p)) for p in sorted(a.keys() | b.keys())]
 
 
 def verify(manifest_path: str | os.PathLike, root: str | os.PathLike | None = None) -> list[str]:
