@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from conftest import write_reduced_config
-from dtrlab import traces
+from dtrlab import provenance, traces
 from dtrlab.report import macros, paper, tables
 from test_workflow import snakemake
 
@@ -28,13 +28,14 @@ def body(tex: str) -> str:
 
 
 def rules_named(tex: str) -> dict[str, str]:
-    """Each referenced file → the rule its `% rule: NAME` comment names."""
+    """Each referenced file → the rule named beside it: a `% rule: NAME`
+    comment for an \\input, a printed `\\madeby{NAME}` for a figure."""
     out = {}
     for line in tex.splitlines():
-        refs = paper.references(line)
-        m = re.search(r"%\s*rule:\s*(\w+)", line)
-        for _, name in refs:
-            assert m, f"no `% rule:` comment beside {name}"
+        for kind, name in paper.references(line):
+            marker = r"\\madeby\{(\w+)\}" if kind == "includegraphics" else r"%\s*rule:\s*(\w+)"
+            m = re.search(marker, line)
+            assert m, f"no rule named beside {name} ({marker})"
             out[name] = m.group(1)
     return out
 
@@ -70,6 +71,14 @@ def test_forensics_without_a_failure_is_reported_not_invented():
 def test_tables_escape_latex_and_mark_missing_values():
     tex = tables.booktabs(pd.DataFrame({"name": ["a_b & c%"], "v": [None]}), {"v": tables.integer})
     assert r"a\_b \& c\%" in tex and "--" in tex and tex.count(r"\toprule") == 1
+
+
+def test_a_commit_that_is_not_a_git_describe_string_is_refused(tmp_path):
+    """The commit is written into TeX: nothing but a describe string gets there."""
+    for bad in ("v1 }\\input{/etc/passwd}", "", "x" * 101, 7):
+        with pytest.raises(ValueError, match="code_version"):
+            paper.build(tmp_path / "main.tex", None, tmp_path, tmp_path / "out.pdf", code_version=bad)
+    assert not (tmp_path / "out.pdf").exists()
 
 
 def test_latex_errors_name_the_line(tmp_path):
@@ -114,6 +123,10 @@ def test_pdf_carries_the_computed_numbers(run):
     assert f"{claims['C2']['distinct_evicted_fast_0.265']:,}" in text
     assert f"{claims['C4']['fail_pinned_0.104']:,}" in text
     assert "??" not in text  # no unresolved reference
+    # Each figure names the rule and the commit that made it.
+    code = provenance.code_version(REPO)
+    made = re.findall(r"made by rule (\w+) at commit (\S+)", text)
+    assert sorted(made) == sorted((rule, code) for name, rule in rules_named(MAIN).items() if name.startswith("figures/"))
 
 
 def test_executed_notebooks_hold_their_figures(run):

@@ -234,7 +234,7 @@ def paper(inputs, outputs, params) -> None:
     provenance; they are read from ``params.results`` by their layout)."""
     from dtrlab.report import paper as latex
 
-    latex.build(inputs[0], inputs[1], params["results"], outputs[0])
+    latex.build(inputs[0], inputs[1], params["results"], outputs[0], code_version=params.get("code", "unknown"))
 
 
 TASKS: dict[str, Callable] = {

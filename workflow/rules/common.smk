@@ -7,7 +7,7 @@ import yaml
 
 from dtrlab import config as dtrlab_config
 from dtrlab.grids import chunks, expand_ratios
-from dtrlab.provenance import sidecar_path, unrecorded
+from dtrlab.provenance import code_version, sidecar_path, unrecorded
 from dtrlab.reference import SIMRD_ENV
 from dtrlab.traces import TRACE_FILES, MIRROR_ENV, default_mirror
 

@@ -66,9 +66,20 @@ def _errors(log: str) -> str:
     return "\n".join(out) or "\n".join(lines[-20:])
 
 
+#: What main.tex reads (if present) for ``\CodeVersion``, the commit its
+#: figures' notes name (``\madeby{rule}``).
+BUILD_INFO = "dtrlab-build.tex"
+_CODE_VERSION = re.compile(r"[\w.+-]{1,100}", re.ASCII)
+
+
 def build(main_tex: str | os.PathLike, bib: str | os.PathLike | None, results: str | os.PathLike,
-          out_pdf: str | os.PathLike, latexmk: str = "latexmk") -> None:
-    """Lay out the sources in a scratch folder, run latexmk, move the PDF in."""
+          out_pdf: str | os.PathLike, latexmk: str = "latexmk", code_version: str = "unknown") -> None:
+    """Lay out the sources in a scratch folder, run latexmk, move the PDF in.
+    ``code_version`` (``git describe`` of the workflow) is printed under
+    each figure beside the rule that made it."""
+    if not isinstance(code_version, str) or not _CODE_VERSION.fullmatch(code_version):
+        raise ValueError(f"code_version must be a git describe string (letters, digits, . _ + -), "
+                         f"got {code_version!r}")
     if shutil.which(latexmk) is None:
         raise PaperBuildError(f"{latexmk} not found: install TeX (see README: scripts/setup-system.sh)")
     results = Path(results)
@@ -77,6 +88,7 @@ def build(main_tex: str | os.PathLike, bib: str | os.PathLike | None, results: s
         shutil.copyfile(main_tex, build_dir / "main.tex")
         if bib is not None:
             shutil.copyfile(bib, build_dir / "references.bib")
+        (build_dir / BUILD_INFO).write_text(f"\\newcommand{{\\CodeVersion}}{{\\detokenize{{{code_version}}}}}\n")
         for dest, src in LAYOUT.items():
             (build_dir / dest).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(results / src, build_dir / dest)
