@@ -93,6 +93,20 @@ def test_latex_errors_name_the_line(tmp_path):
     assert not (tmp_path / "out.pdf").exists()
 
 
+def test_a_float_taller_than_the_page_fails_the_build(tmp_path):
+    """Its caption would be printed off the page's foot, silently."""
+    main = tmp_path / "main.tex"
+    main.write_text("\\documentclass{article}\n\\begin{document}\n\\begin{figure}\\rule{1pt}{2\\textheight}"
+                    "\\caption{lost}\\end{figure}\n\\end{document}\n")
+    results = tmp_path / "results"
+    for src in paper.LAYOUT.values():
+        (results / src).parent.mkdir(parents=True, exist_ok=True)
+        (results / src).write_text("")
+    with pytest.raises(paper.PaperBuildError, match="does not fit on a page"):
+        paper.build(main, None, results, tmp_path / "out.pdf")
+    assert not (tmp_path / "out.pdf").exists()
+
+
 # ----- the compiled paper, from the shared end-to-end run (conftest `run`) ---
 
 def test_every_generated_macro_used_in_the_text_is_defined(run):

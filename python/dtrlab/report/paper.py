@@ -102,5 +102,10 @@ def build(main_tex: str | os.PathLike, bib: str | os.PathLike | None, results: s
                     if re.search(r"(Reference|Citation) .* undefined|undefined references", line)]
         if problems:
             raise PaperBuildError(f"{main_tex}: unresolved references:\n" + "\n".join(problems[:10]))
+        # A float taller than the page loses its caption off the page's foot.
+        too_large = [line for line in log.splitlines() if "Float too large for page" in line]
+        if too_large:
+            raise PaperBuildError(f"{main_tex}: a figure or table does not fit on a page (limit its height):\n"
+                                  + "\n".join(too_large[:10]))
         with atomic_open(out_pdf, "wb") as f:
             f.write((build_dir / "main.pdf").read_bytes())
