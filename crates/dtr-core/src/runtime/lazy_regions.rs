@@ -26,10 +26,12 @@ impl Replay<'_> {
             rev_again.extend(self.fwd[s as usize].frontier.iter().copied());
             fwd_again.extend(self.rev[s as usize].frontier.iter().copied());
         }
-        fwd_again.sort_unstable();
-        fwd_again.dedup();
-        rev_again.sort_unstable();
-        rev_again.dedup();
+        // Each once (marks, not a sort: a thrashing replay revisits thousands
+        // a step). Order is free: marking is idempotent, rebuilds independent.
+        for again in [&mut fwd_again, &mut rev_again] {
+            self.marks.reset();
+            again.retain(|&x| self.marks.insert(x));
+        }
         // Fresh storages are always rebuilt: their frontiers say whom to revisit.
         for s in fwd_again {
             if !self.regions_unused(s) {
