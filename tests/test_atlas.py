@@ -18,6 +18,15 @@ from dtrlab import atlas
 BAND = (1_024_657_200, 1_069_656_159)
 
 
+#: No limit on the exact walks, a fine fallback grid: each test names the
+#: limits it is about (the workflow's defaults are the schema's).
+UNBOUNDED = dict(max_runs=None, time_limit=None, grid=200, max_total_runs=None, edge_runs=0, max_work=None)
+
+
+def build(*args, **kwargs) -> atlas.Atlas:
+    return atlas.build(*args, **{**UNBOUNDED, **kwargs})
+
+
 @pytest.fixture(scope="module")
 def resnet(load):
     return load("resnet32")
@@ -26,7 +35,7 @@ def resnet(load):
 @pytest.fixture(scope="module")
 def exact_atlas(resnet):
     peak = dtrlab.baseline(resnet).peak
-    return atlas.build(resnet, int(peak * 0.100), int(peak * 0.108))
+    return build(resnet, int(peak * 0.100), int(peak * 0.108))
 
 
 def _class_view(r: dtrlab.SimResult) -> tuple:
@@ -73,7 +82,7 @@ def test_hole_forensics(exact_atlas, resnet):
 @pytest.mark.parametrize("max_runs, grid, finds_band", [(3, 12, False), (10, 60, True)])
 def test_sampled_fallback_is_never_contradicted(resnet, max_runs, grid, finds_band):
     peak = dtrlab.baseline(resnet).peak
-    a = atlas.build(resnet, int(peak * 0.080), int(peak * 0.150), max_runs=max_runs, grid=grid)
+    a = build(resnet, int(peak * 0.080), int(peak * 0.150), max_runs=max_runs, grid=grid)
     assert not a.exact
     _confirmed_partition(a, resnet)
     if finds_band:  # a grid fine enough to sample inside and below the band
@@ -103,8 +112,8 @@ def test_edge_walks_find_the_narrow_holes_a_grid_misses(exact_atlas, resnet):
     lo, hi = int(peak * 0.10), int(peak * 0.30)
     narrow = {(h["lo"], h["hi"]) for h in exact_atlas.holes()} - {BAND}
     assert len(narrow) == 4
-    plain = atlas.build(resnet, lo, hi, max_runs=20, grid=24)
-    walked = atlas.build(resnet, lo, hi, max_runs=20, grid=24, edge_runs=40)
+    plain = build(resnet, lo, hi, max_runs=20, grid=24)
+    walked = build(resnet, lo, hi, max_runs=20, grid=24, edge_runs=40)
     for a in (plain, walked):
         _confirmed_partition(a, resnet)
     assert {(h["lo"], h["hi"]) for h in plain.holes()} == {BAND}
@@ -114,14 +123,14 @@ def test_edge_walks_find_the_narrow_holes_a_grid_misses(exact_atlas, resnet):
 
 def test_edge_walks_respect_the_run_limit(resnet):
     peak = dtrlab.baseline(resnet).peak
-    a = atlas.build(resnet, int(peak * 0.10), int(peak * 0.30), max_runs=20, grid=24, edge_runs=40,
+    a = build(resnet, int(peak * 0.10), int(peak * 0.30), max_runs=20, grid=24, edge_runs=40,
                     max_total_runs=70, resolve=False)
     assert a.runs <= 71
     _confirmed_partition(a, resnet)
 
 
 def test_chunks_combine_into_the_same_atlas(exact_atlas, resnet):
-    parts = [atlas.build(resnet, *atlas.chunk_range(exact_atlas.lo_budget, exact_atlas.hi_budget, i, 3))
+    parts = [build(resnet, *atlas.chunk_range(exact_atlas.lo_budget, exact_atlas.hi_budget, i, 3))
              for i in range(3)]
     whole = atlas.combine(parts)
     assert [(c.lo, c.hi, c.status) for c in whole.classes] == [(c.lo, c.hi, c.status) for c in exact_atlas.classes]
@@ -129,18 +138,25 @@ def test_chunks_combine_into_the_same_atlas(exact_atlas, resnet):
 
 
 def test_cli_json_schema(trace_dir):
-    p = subprocess.run([sys.executable, "-m", "dtrlab", "atlas", "resnet32", "--lo", "0.1016", "--hi", "0.1020",
-                        "--json"], capture_output=True, text=True, timeout=600)
+    """`dtrlab atlas` bounds its exact walks as the workflow does (0 lifts a
+    limit) and, off a terminal, says what it runs."""
+    cmd = [sys.executable, "-m", "dtrlab", "atlas", "resnet32", "--lo", "0.1016", "--hi", "0.1020", "--json"]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr
     d = json.loads(p.stdout)
     assert {"trace", "heuristic", "lo_budget", "hi_budget", "classes", "holes", "exact"} <= set(d)
     assert {"lo", "hi", "status", "overhead"} <= set(d["classes"][0])
-    assert d["trace"] == "resnet32" and d["exact"] is True
+    assert d["trace"] == "resnet32" and d["exact"] is False
+    assert "run 1: budget" in p.stderr and "exact walk stopped" in p.stderr
+    p = subprocess.run(cmd + ["--max-runs", "0", "--max-total-runs", "0", "--max-work", "0"], capture_output=True,
+                       text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["exact"] is True and "exact walk stopped" not in p.stderr
 
 
 def test_run_limit_leaves_unresolved_stretches_marked(resnet):
     peak = dtrlab.baseline(resnet).peak
-    a = atlas.build(resnet, int(peak * 0.080), int(peak * 0.150), max_runs=2, grid=30, max_total_runs=8,
+    a = build(resnet, int(peak * 0.080), int(peak * 0.150), max_runs=2, grid=30, max_total_runs=8,
                     resolve=False)
     assert a.runs <= 9  # the limit is checked before each probe
     assert a.classes[0].lo == a.lo_budget and a.classes[-1].hi == a.hi_budget
@@ -159,14 +175,14 @@ def test_limits_bound_the_walks_but_resolution_always_completes(resnet):
     at a cost bounded by the grid plus one bisection per status change."""
     peak = dtrlab.baseline(resnet).peak
     lo, hi = int(peak * 0.080), int(peak * 0.150)
-    a = atlas.build(resnet, lo, hi, max_runs=2, grid=30, max_total_runs=8, edge_runs=40, max_work=5)
+    a = build(resnet, lo, hi, max_runs=2, grid=30, max_total_runs=8, edge_runs=40, max_work=5)
     assert a.unresolved() == {"mixed": 0, "unknown": 0}
     assert {c.status for c in a.classes} <= {"ok", "oom", "thrashed"}
     _confirmed_partition(a, resnet)
     changes = sum(1 for c, d in zip(a.classes, a.classes[1:]) if c.status != d.status)
     assert 8 < a.runs <= 2 + 30 + changes * (hi - lo).bit_length()
     # What the walks did find agrees with the unlimited atlas.
-    full = atlas.build(resnet, lo, hi, max_runs=2, grid=30)
+    full = build(resnet, lo, hi, max_runs=2, grid=30)
     assert {(c.lo, c.hi, c.status) for c in a.classes if c.exact} <= \
         {(c.lo, c.hi, c.status) for c in full.classes if c.exact}
 
@@ -177,9 +193,9 @@ def test_work_limit_bounds_simulated_time(resnet):
     what it could not bisect as unresolved, and is deterministic."""
     base = dtrlab.baseline(resnet)
     lo, hi = int(base.peak * 0.080), int(base.peak * 0.150)
-    full = atlas.build(resnet, lo, hi, max_runs=2, grid=30)
+    full = build(resnet, lo, hi, max_runs=2, grid=30)
     lines: list[str] = []
-    limited = atlas.build(resnet, lo, hi, max_runs=2, grid=30, max_work=80, resolve=False, log=lines.append)
+    limited = build(resnet, lo, hi, max_runs=2, grid=30, max_work=80, resolve=False, log=lines.append)
     budgets = [int(m[1].replace(",", "")) for m in map(re.compile(r"run \d+: budget ([\d,]+)").match, lines) if m]
     assert full.work > 80 and full.unresolved() == {"mixed": 0, "unknown": 0}
     assert len(budgets) == limited.runs < full.runs
@@ -195,11 +211,11 @@ def test_work_limit_bounds_simulated_time(resnet):
     assert {(c.lo, c.hi, c.status) for c in limited.classes if c.exact} <= exact
     # Without a run limit, the exact walk stops at its share of the work.
     lines = []
-    atlas.build(resnet, lo, hi, max_runs=None, grid=30, max_work=80, log=lines.append)
+    build(resnet, lo, hi, max_runs=None, grid=30, max_work=80, log=lines.append)
     stop = next(i for i, line in enumerate(lines) if line.startswith("exact walk stopped"))
     walk_work = [float(line.rsplit(" ", 1)[1]) for line in lines[:stop]]
     assert walk_work[-2] < atlas.EXACT_WALK_SHARE * 80 <= walk_work[-1]
-    again = atlas.build(resnet, lo, hi, max_runs=2, grid=30, max_work=80, resolve=False)
+    again = build(resnet, lo, hi, max_runs=2, grid=30, max_work=80, resolve=False)
     assert again.to_dict() == limited.to_dict()
     assert atlas.from_dict(limited.to_dict()).work == limited.work
 

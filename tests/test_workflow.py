@@ -3,6 +3,7 @@ to end target with a verified manifest, byte-identical reruns, resumption."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import re
@@ -49,7 +50,7 @@ def schema() -> dict:
 
 
 def test_shipped_config_is_valid_and_equals_the_defaults(schema):
-    shipped = dtrlab_config.load(REPO / "config/config.yaml", root=REPO)
+    shipped = dtrlab_config.load(REPO / "config/config.yaml")
     assert shipped == dtrlab_config.validate({}, schema)
 
 
@@ -60,7 +61,9 @@ def test_shipped_config_is_valid_and_equals_the_defaults(schema):
         ({"traces": []}, "traces"),
         ({"engine": {"cap": 0.5}}, "engine.cap"),
         ({"engine": {"name": "fast"}}, "engine.name"),
-        ({"artifact": {"sha256": "abc"}}, "artifact.sha256"),
+        # Not a setting: the analyses are written for the pinned traces.
+        ({"artifact": {"sha256": "63579a07" + "0" * 56}}, "artifact.sha256"),
+        ({"artifact": {"url": 5}}, "artifact.url"),
         ({"artifact": {"retries": 0}}, "artifact.retries"),
         ({"data_dir": 5}, "data_dir"),
         ({"data_dir": "data/$(touch PWNED_data)"}, "data_dir"),
@@ -84,6 +87,35 @@ def test_schema_rejects_bad_config_naming_the_key(schema, bad, key):
 def test_a_misspelled_key_is_named_with_its_closest_spelling(schema):
     with pytest.raises(dtrlab_config.ConfigError, match=r"did you mean 'chunk_size'\?"):
         dtrlab_config.validate({"experiments": {"chunk_sise": 4}}, schema)
+
+
+def test_the_schema_is_the_only_source_of_defaults():
+    """The API, the CLI and the atlas take their defaults from the schema the
+    workflow validates with (one file, shipped in the package)."""
+    import argparse
+
+    from dtrlab import atlas, cli, engine, reference
+
+    assert (REPO / "workflow/schemas/config.schema.yaml").resolve() == dtrlab_config.SCHEMA_PATH.resolve()
+    d = dtrlab_config.defaults()
+    assert (engine.DEFAULT_CAP, engine.DEFAULT_HEURISTIC) == (d["engine"]["cap"], d["engine"]["heuristic"])
+    assert atlas.LIMITS == d["atlas"]
+    for fn in (engine.simulate, reference.simulate):
+        params = inspect.signature(fn).parameters
+        assert (params["cap"].default, params["heuristic"].default) == (d["engine"]["cap"], d["engine"]["heuristic"])
+    params = inspect.signature(atlas.build).parameters
+    for key in ("max_runs", "time_limit", "grid", "max_total_runs", "edge_runs", "max_work", "resolve"):
+        assert params[key].default == d["atlas"][key], key
+    parser = cli.build_parser()
+    at = next(a for a in parser._subparsers._group_actions[0].choices.values() if a.prog.endswith(" atlas"))
+    got = at.parse_args(["resnet32", "--lo", "0.1", "--hi", "0.2"])
+    assert isinstance(at, argparse.ArgumentParser)
+    for key in ("max_runs", "time_limit", "grid", "max_total_runs", "edge_runs", "max_work"):
+        assert getattr(got, key) == d["atlas"][key], key
+    assert (got.cap, got.heuristic) == (d["engine"]["cap"], d["engine"]["heuristic"])
+    # The defaults are copies: changing one changes no other reader's.
+    d["engine"]["cap"] = 2.0
+    assert dtrlab_config.defaults()["engine"]["cap"] == engine.DEFAULT_CAP
 
 
 def test_the_schema_knows_every_heuristic_of_the_engine(schema):
@@ -396,7 +428,7 @@ def test_the_reference_manifest_is_a_run_of_the_shipped_configuration():
     """reference/MANIFEST.json (for `dtrlab verify --against`) stays in step
     with the shipped configuration, and names files inside the workflow only."""
     ref = provenance.read_manifest(REPO / "reference" / "MANIFEST.json")
-    shipped = dtrlab_config.load(REPO / "config/config.yaml", root=REPO)
+    shipped = dtrlab_config.load(REPO / "config/config.yaml")
     assert ref["config_sha256"] == dtrlab_config.config_hash(shipped)
     paths = [Path(e["path"]) for e in ref["artifacts"]]
     assert all(not p.is_absolute() and ".." not in p.parts for p in paths)

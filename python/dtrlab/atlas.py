@@ -43,6 +43,7 @@ from dataclasses import asdict, dataclass, field
 
 from dtrlab import arguments, engine
 from dtrlab.analysis import inversions
+from dtrlab.config import defaults
 
 #: Share of the work budget the initial exact walk may spend.
 EXACT_WALK_SHARE = 0.25
@@ -164,23 +165,31 @@ class _Prober:
                          interval=(clo, chi))
 
 
+#: The workflow's atlas settings (the configuration schema's defaults).
+LIMITS = defaults()["atlas"]
+
+
 def build(
     trace: engine.Trace,
     lo_budget: int,
     hi_budget: int,
-    heuristic: str = "DTR",
+    heuristic: str = engine.DEFAULT_HEURISTIC,
     cap: float | None = engine.DEFAULT_CAP,
-    max_runs: int | None = None,
-    time_limit: float | None = None,
-    grid: int = 200,
-    max_total_runs: int | None = None,
-    edge_runs: int = 0,
-    max_work: float | None = None,
-    resolve: bool = True,
+    max_runs: int | None = LIMITS["max_runs"],
+    time_limit: float | None = LIMITS["time_limit"],
+    grid: int = LIMITS["grid"],
+    max_total_runs: int | None = LIMITS["max_total_runs"],
+    edge_runs: int = LIMITS["edge_runs"],
+    max_work: float | None = LIMITS["max_work"],
+    resolve: bool = LIMITS["resolve"],
     progress=None,
     log=None,
 ) -> Atlas:
     """Partition ``[lo_budget, hi_budget]`` into execution classes.
+
+    The limits default to the workflow's (:data:`LIMITS`); ``None`` lifts
+    one (``max_runs=None, max_total_runs=None, max_work=None``: one exact
+    walk of the whole range, however long).
 
     Exact while at most ``max_runs`` runs (and ``time_limit`` seconds) are
     spent; the rest of the range is then sampled on ``grid`` points with

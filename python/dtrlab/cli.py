@@ -13,8 +13,12 @@ import sys
 from collections import Counter
 
 from dtrlab import arguments, engine, provenance, tasks, traces
+from dtrlab.config import defaults
 from dtrlab.arguments import BadArgument, BadArgumentType
 from dtrlab.exceptions import ChecksumError, DownloadError, EngineError, ReferenceUnavailable, TraceError
+
+#: Every option's default, from the configuration schema.
+_DEFAULTS = defaults()
 
 
 def _retain_list(text: str) -> list[int]:
@@ -40,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     size = sim.add_mutually_exclusive_group(required=True)
     size.add_argument("--ratio", type=float, help="budget as a fraction of the baseline peak")
     size.add_argument("--budget", type=int, help="budget in bytes")
-    sim.add_argument("--heuristic", default="DTR", choices=engine.HEURISTICS, metavar="H",
+    sim.add_argument("--heuristic", default=engine.DEFAULT_HEURISTIC, choices=engine.HEURISTICS, metavar="H",
                      help="eviction heuristic (simrd's names; default DTR)")
     caps = sim.add_mutually_exclusive_group()
     caps.add_argument("--cap", type=float, default=engine.DEFAULT_CAP,
@@ -65,9 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
     fetch = sub.add_parser("fetch", help="download (or copy from a mirror), verify and extract the traces")
     fetch.add_argument("--dest", default=None, help=f"folder for the traces (default ${traces.DATA_ENV}, else the per-user cache)")
     fetch.add_argument("--mirror", default=None, help=f"local logs.zip or URL (default ${traces.MIRROR_ENV})")
-    fetch.add_argument("--url", default=traces.ARTIFACT_URL, help="canonical URL (pinned commit)")
-    fetch.add_argument("--sha256", default=traces.ARTIFACT_SHA256, help="expected sha256 of logs.zip")
-    fetch.add_argument("--retries", type=int, default=3)
+    fetch.add_argument("--url", default=traces.ARTIFACT_URL,
+                       help="where to download logs.zip (default: the pinned commit); its sha256 is pinned")
+    fetch.add_argument("--retries", type=int, default=_DEFAULTS["artifact"]["retries"])
     fetch.add_argument("--rule", default="fetch_traces", help=argparse.SUPPRESS)
 
     tab = sub.add_parser("tabulate", help="JSON records -> one tidy table (Parquet + CSV)")
@@ -91,20 +95,27 @@ def build_parser() -> argparse.ArgumentParser:
     _add_trace_args(at)
     at.add_argument("--lo", type=float, required=True, help="lowest budget, as a fraction of the baseline peak")
     at.add_argument("--hi", type=float, required=True, help="highest budget, as a fraction of the baseline peak")
-    at.add_argument("--heuristic", default="DTR", choices=engine.HEURISTICS, metavar="H")
+    at.add_argument("--heuristic", default=engine.DEFAULT_HEURISTIC, choices=engine.HEURISTICS, metavar="H")
     atcap = at.add_mutually_exclusive_group()
     atcap.add_argument("--cap", type=float, default=engine.DEFAULT_CAP)
     atcap.add_argument("--no-cap", action="store_true")
-    at.add_argument("--max-runs", type=int, default=None,
-                    help="exact walk for at most this many runs, then grid + bisection (reported as sampled)")
-    at.add_argument("--time-limit", type=float, default=None, help="seconds of exact walk before sampling")
-    at.add_argument("--grid", type=int, default=200, help="samples of the fallback grid")
-    at.add_argument("--max-total-runs", type=int, default=None,
-                    help="runs of exact walk in all (the grid and bisections still complete, unless --no-resolve)")
-    at.add_argument("--edge-runs", type=int, default=0,
-                    help="after sampling, exact walk this many classes outward from every status change")
-    at.add_argument("--max-work", type=float, default=None,
-                    help="simulated time of exact walks, in baseline replays (as --max-total-runs)")
+    # The workflow's settings (the schema's atlas defaults); 0 lifts a limit.
+    limits = _DEFAULTS["atlas"]
+    at.add_argument("--max-runs", type=int, default=limits["max_runs"],
+                    help="exact walk for at most this many runs, then grid + bisection (reported as sampled); "
+                         "default %(default)s, 0 for no limit")
+    at.add_argument("--time-limit", type=float, default=limits["time_limit"],
+                    help="seconds of exact walk before sampling (default: none)")
+    at.add_argument("--grid", type=int, default=limits["grid"], help="samples of the fallback grid (%(default)s)")
+    at.add_argument("--max-total-runs", type=int, default=limits["max_total_runs"],
+                    help="runs of exact walk in all (the grid and bisections still complete, unless --no-resolve); "
+                         "default %(default)s, 0 for no limit")
+    at.add_argument("--edge-runs", type=int, default=limits["edge_runs"],
+                    help="after sampling, exact walk this many classes outward from every status change "
+                         "(%(default)s)")
+    at.add_argument("--max-work", type=float, default=limits["max_work"],
+                    help="simulated time of exact walks, in baseline replays (as --max-total-runs); "
+                         "default %(default)s, 0 for no limit")
     at.add_argument("--no-resolve", action="store_true",
                     help="let the limits stop the grid and bisections too, reporting the rest as unresolved")
     at.add_argument("--forensics", action="store_true", help="first differing eviction and retention per hole")
@@ -169,8 +180,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "fetch":
             arguments.integer("--retries", args.retries, 1)
             dest = args.dest or traces.default_data_dir()
-            tasks.fetch_traces(dest, args.mirror or traces.default_mirror(), args.url, args.sha256,
-                               args.retries, rule=args.rule)
+            tasks.fetch_traces(dest, args.mirror or traces.default_mirror(), args.url, args.retries,
+                               rule=args.rule)
             print(f"traces verified in {dest}")
             return 0
         if args.command == "tabulate":
@@ -203,11 +214,14 @@ def main(argv: list[str] | None = None) -> int:
                 def progress(done, total):
                     bar.update(done - bar.n)
 
+                # Off a terminal (no bar), say what is being run instead.
+                log = None if sys.stderr.isatty() else (lambda line: print(line, file=sys.stderr, flush=True))
                 a = atlas.build(trace, lo_b, hi_b, heuristic=args.heuristic,
-                                cap=None if args.no_cap else args.cap, max_runs=args.max_runs,
-                                time_limit=args.time_limit, grid=args.grid, max_total_runs=args.max_total_runs,
-                                edge_runs=args.edge_runs, max_work=args.max_work,
-                                resolve=not args.no_resolve, progress=progress)
+                                cap=None if args.no_cap else args.cap, max_runs=args.max_runs or None,
+                                time_limit=args.time_limit, grid=args.grid,
+                                max_total_runs=args.max_total_runs or None, edge_runs=args.edge_runs,
+                                max_work=args.max_work or None, resolve=not args.no_resolve, progress=progress,
+                                log=log)
             doc = a.to_dict()
             if args.forensics:
                 doc["forensics"] = [atlas.hole_forensics(trace, a, h) for h in a.holes()]

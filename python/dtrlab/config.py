@@ -1,13 +1,16 @@
 """Workflow configuration: defaults, validation against the schema, hashing.
 
-The schema (``workflow/schemas/config.schema.yaml``) is the single source of
-truth for keys, types and defaults; Snakemake validates with it, and
-:func:`load` does the same for the package's own commands and tests.
+The schema (``config.schema.yaml`` beside this module, linked from
+``workflow/schemas/``) is the single source of truth for keys, types and
+defaults: the workflow validates with it, :func:`load` does the same for the
+package's own commands and tests, and the API's and CLI's defaults are
+:func:`defaults` (the engine's cap and heuristic, the atlas's limits).
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import json
 import os
@@ -24,8 +27,29 @@ class ConfigError(ValueError):
     """A configuration value is missing or invalid; the message names the key."""
 
 
-def schema_path(root: str | os.PathLike = ".") -> Path:
-    return Path(root) / "workflow" / "schemas" / "config.schema.yaml"
+#: Shipped inside the package, so installed commands read the same defaults.
+SCHEMA_PATH = Path(__file__).with_name("config.schema.yaml")
+
+
+@functools.cache
+def _schema() -> dict:
+    with open(SCHEMA_PATH) as f:
+        return yaml.safe_load(f)
+
+
+def schema() -> dict:
+    """The configuration schema (a copy)."""
+    return copy.deepcopy(_schema())
+
+
+@functools.cache
+def _defaults() -> dict:
+    return validate({}, _schema())
+
+
+def defaults() -> dict:
+    """Every setting at its schema default (a copy)."""
+    return copy.deepcopy(_defaults())
 
 
 def _key_of(error) -> str:
@@ -113,13 +137,11 @@ def _fill_defaults(config: dict, schema: dict) -> None:
             _fill_defaults(config[key], sub)
 
 
-def load(path: str | os.PathLike, root: str | os.PathLike = ".") -> dict:
+def load(path: str | os.PathLike) -> dict:
     """Read, default-fill and validate a config file."""
     with open(path) as f:
         config = yaml.safe_load(f) or {}
-    with open(schema_path(root)) as f:
-        schema = yaml.safe_load(f)
-    return validate(config, schema)
+    return validate(config, _schema())
 
 
 def config_hash(config: dict) -> str:

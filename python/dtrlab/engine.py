@@ -20,14 +20,17 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from dtrlab import _engine, arguments
+from dtrlab.config import defaults
 from dtrlab.traces import TRACE_FILES, resolve_trace
 
 TRACE_KEY_OF_FILE = {f: k for k, f in TRACE_FILES.items()}
 
 ENGINE_VERSION: str = _engine.ENGINE_VERSION
 HEURISTICS: tuple[str, ...] = tuple(_engine.heuristic_names())
-#: The paper's default overhead cap (remat_limit = compute * (cap - 1)).
-DEFAULT_CAP = 60.0
+#: The paper's overhead cap (remat_limit = compute * (cap - 1)) and
+#: heuristic: the configuration schema's defaults (``engine.cap``, ``engine.heuristic``).
+DEFAULT_CAP: float = defaults()["engine"]["cap"]
+DEFAULT_HEURISTIC: str = defaults()["engine"]["heuristic"]
 
 
 class Trace:
@@ -235,7 +238,7 @@ def simulate(
     trace: Trace | str | os.PathLike,
     budget: int | None = None,
     ratio: float | None = None,
-    heuristic: str = "DTR",
+    heuristic: str = DEFAULT_HEURISTIC,
     cap: float | None = DEFAULT_CAP,
     seed: int | None = None,
     retain: Iterable[int] = (),

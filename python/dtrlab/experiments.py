@@ -46,8 +46,8 @@ def concat(inputs, outputs, params) -> None:
 
 def c1_regimes(inputs, outputs, params) -> None:
     sweep_df = pd.read_parquet(inputs[0])
-    summary = regimes.summarize(sweep_df, params["points"], params.get("min_gap", 2.0))
-    classified, _ = regimes.classify(sweep_df, params.get("min_gap", 2.0))
+    summary = regimes.summarize(sweep_df, params["points"], params["min_gap"])
+    classified, _ = regimes.classify(sweep_df, params["min_gap"])
     _json_out(outputs[0], summary)
     write_table(classified[["ratio", "budget", "status", "overhead", "evictions", "distinct_evicted",
                             "evictions_per_storage", "regime"]], outputs[1], outputs[2])
@@ -55,7 +55,7 @@ def c1_regimes(inputs, outputs, params) -> None:
 
 def c2_reeviction(inputs, outputs, params) -> None:
     trace = engine.load_trace(inputs[0])
-    runs = {label: engine.simulate(trace, ratio=params[label], cap=params.get("cap"), heuristic=params["heuristic"],
+    runs = {label: engine.simulate(trace, ratio=params[label], cap=params["cap"], heuristic=params["heuristic"],
                                    engine=params.get("engine", "native"))
             for label in ("fast", "slow")}
     result = reeviction.compare(runs["fast"].evictions_by_storage, runs["slow"].evictions_by_storage)
@@ -81,7 +81,7 @@ def c3_inversions(inputs, outputs, params) -> None:
 
 def c4_forensics(inputs, outputs, params) -> None:
     trace = engine.load_trace(inputs[0])
-    runs = [engine.simulate(trace, ratio=r, cap=params.get("cap"), heuristic=params["heuristic"],
+    runs = [engine.simulate(trace, ratio=r, cap=params["cap"], heuristic=params["heuristic"],
                             engine=params.get("engine", "native"))
             for r in params["ratios"]]
     _json_out(outputs[0], forensics.summarize(trace, runs))
@@ -92,7 +92,7 @@ def c4_forensics(inputs, outputs, params) -> None:
 
 def c5_ablation(inputs, outputs, params) -> None:
     lstm, resnet = pd.read_parquet(inputs[0]), pd.read_parquet(inputs[1])
-    table = ablation.per_heuristic(lstm, resnet, params.get("min_factor", 2.0))
+    table = ablation.per_heuristic(lstm, resnet, params["min_factor"])
     _json_out(outputs[0], ablation.conclusions(table))
     write_table(table, outputs[1], outputs[2])
 
@@ -101,7 +101,7 @@ def c6_determinism(inputs, outputs, params) -> None:
     """Each key point replayed ``repeats`` times (fresh trace loads) must agree."""
     rows = []
     for path, (key, ratio) in zip(inputs, params["points"]):
-        digests = [engine.simulate(engine.load_trace(path), ratio=ratio, cap=params.get("cap"),
+        digests = [engine.simulate(engine.load_trace(path), ratio=ratio, cap=params["cap"],
                                    heuristic=params["heuristic"], engine=params.get("engine", "native")).digest()
                    for _ in range(params["repeats"])]
         rows.append({"trace": key, "ratio": ratio, "repeats": len(digests), "distinct_digests": len(set(digests)),
@@ -146,10 +146,10 @@ def atlas_chunk(inputs, outputs, params) -> None:
     peak = engine.baseline(trace).peak
     lo_b, hi_b = atlas.chunk_range(int(peak * params["lo"]), int(peak * params["hi"]), params["chunk"],
                                    params["chunks"])
-    a = atlas.build(trace, lo_b, hi_b, heuristic=params["heuristic"], cap=params.get("cap"),
-                    max_runs=params.get("max_runs"), time_limit=params.get("time_limit"), grid=params.get("grid", 40),
-                    max_total_runs=params.get("max_total_runs"), edge_runs=params.get("edge_runs", 0),
-                    max_work=params.get("max_work"), resolve=params.get("resolve", True),
+    a = atlas.build(trace, lo_b, hi_b, heuristic=params["heuristic"], cap=params["cap"],
+                    max_runs=params["max_runs"], time_limit=params["time_limit"], grid=params["grid"],
+                    max_total_runs=params["max_total_runs"], edge_runs=params["edge_runs"],
+                    max_work=params["max_work"], resolve=params["resolve"],
                     log=lambda line: print(line, file=sys.stderr, flush=True))
     print(f"{a.runs} runs, work {a.work:.1f}, {len(a.classes)} classes, {len(a.holes())} holes", file=sys.stderr)
     _json_out(outputs[0], a.to_dict())

@@ -28,10 +28,13 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from dtrlab.config import defaults
 from dtrlab.exceptions import ReferenceUnavailable
+from dtrlab.traces import ARTIFACT_COMMIT
 
 SIMRD_REPO = "uwsampl/dtr-prototype"
-SIMRD_COMMIT = "eff53cc4804cc7d6246a6e5086861ce2b846f62b"
+#: The commit the traces come from, too.
+SIMRD_COMMIT = ARTIFACT_COMMIT
 SIMRD_ENV = "DTRLAB_SIMRD"
 RUNTIME = "RuntimeV2EagerOptimized"
 
@@ -387,8 +390,8 @@ def simulate(
     start: bool = False,
     budget: int | None = None,
     ratio: float | None = None,
-    heuristic: str = "DTR",
-    cap: float | None = 60.0,
+    heuristic: str = defaults()["engine"]["heuristic"],
+    cap: float | None = defaults()["engine"]["cap"],
     seed: int = 0,
     retain=(),
     events: bool = False,

@@ -16,14 +16,14 @@ from dtrlab import engine, provenance, traces
 from dtrlab.atomic import atomic_open, write_text
 
 
-def fetch_traces(dest: str | os.PathLike, mirror: str | None, url: str, sha256: str, retries: int,
+def fetch_traces(dest: str | os.PathLike, mirror: str | None, url: str, retries: int,
                  rule: str = "fetch_traces") -> list[Path]:
-    """Download (or copy from the mirror), verify, extract; record provenance
-    (after, not before: a checksum mismatch writes nothing; the workflow
-    declares these records as outputs of the rule)."""
+    """Download (or copy from the mirror), verify against the pinned sha256,
+    extract; record provenance (after, not before: a checksum mismatch
+    writes nothing; the workflow declares these records as outputs of the
+    rule)."""
     dest = Path(dest)
-    if sha256 != traces.ARTIFACT_SHA256:
-        raise ValueError("artifact.sha256 differs from the archive this version of dtrlab verifies per file")
+    sha256 = traces.ARTIFACT_SHA256
     archive = dest / "logs.zip"
     if not (archive.is_file() and traces.sha256_file(archive) == sha256):
         traces.fetch_archive(archive, mirror=mirror, url=url, sha256=sha256, retries=retries)

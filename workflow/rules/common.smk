@@ -3,18 +3,14 @@
 import json
 import os
 
-import yaml
-
 from dtrlab import config as dtrlab_config
 from dtrlab.grids import chunks, expand_ratios
 from dtrlab.provenance import code_version, sidecar_path, unrecorded
 from dtrlab.reference import SIMRD_ENV
-from dtrlab.traces import TRACE_FILES, MIRROR_ENV, default_mirror
+from dtrlab.traces import ARTIFACT_URL, TRACE_FILES, MIRROR_ENV, default_mirror
 
-with open(workflow.source_path("../schemas/config.schema.yaml")) as _f:
-    _schema = yaml.safe_load(_f)
 try:
-    config = dtrlab_config.validate(config, _schema)
+    config = dtrlab_config.validate(config, dtrlab_config.schema())
 except dtrlab_config.ConfigError as e:
     raise WorkflowError(f"invalid configuration: {e}")
 
@@ -126,6 +122,15 @@ def sweep_chunk_files(wildcards):
     sweep = wildcards.sweep
     n = len(sweep_chunks(sweep))
     return [f"{RESULTS}/sweeps/{sweep}/chunk-{i:03d}.parquet" for i in range(n)]
+
+
+def atlas_files(atlas):
+    """Every trace's merged atlas of `atlas` (atlas or atlas-preview)."""
+    return [
+        f"{RESULTS}/{atlas}/{t}/{h}/atlas.json"
+        for t in config["atlas"]["traces"]
+        for h in config["atlas"]["heuristics"]
+    ]
 
 
 def task_params(**params):

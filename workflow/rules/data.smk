@@ -22,13 +22,12 @@ rule fetch_traces:
         f"{RESULTS}/logs/fetch_traces.log",
     params:
         dest=lambda wildcards, output: os.path.dirname(output.archive),
-        url=config["artifact"]["url"],
-        sha256=config["artifact"]["sha256"],
+        url=config["artifact"]["url"] or ARTIFACT_URL,
         retries=config["artifact"]["retries"],
         rule="fetch_traces",
     shell:
         "dtrlab fetch --dest {params.dest:q} --url {params.url:q} "
-        "--sha256 {params.sha256} --retries {params.retries:q} --rule {params.rule:q} > {log:q} 2>&1"
+        "--retries {params.retries:q} --rule {params.rule:q} > {log:q} 2>&1"
 
 
 rule fetch_simrd:
