@@ -98,6 +98,22 @@ def test_random_storage_is_seeded(load):
     assert runs[0].digest() != runs[2].digest()
 
 
+def test_the_catalogue_says_which_heuristics_a_seed_changes(load):
+    """The engine's heuristic catalogue (terms, random or not) is what the
+    analyses, the workflow and the result records read: check it against runs."""
+    from dtrlab.analysis import ablation
+
+    trace = load("resnet32")
+    for name, terms in dtrlab.engine.HEURISTIC_TERMS.items():
+        a, b = (dtrlab.simulate(trace, ratio=0.3, heuristic=name, seed=s) for s in (1, 2))
+        assert (a.digest() != b.digest()) == terms.random, name
+        assert ("seed" in a.to_dict()) == terms.random, name
+    assert dtrlab.engine.RANDOM_HEURISTICS == ("RandomStorage", "AbRandom")
+    # Aliases score alike and say so.
+    assert dtrlab.engine.HEURISTIC_TERMS["DTR"] == dtrlab.engine.HEURISTIC_TERMS["AbESizeStale"]
+    assert ablation.TERMS["MSPS"] == ("msps", True, False) and set(ablation.TERMS) == set(dtrlab.HEURISTICS)
+
+
 def test_repeats_are_identical(load):
     trace = load("lstm")
     digests = {dtrlab.simulate(trace, ratio=0.265).digest() for _ in range(3)}

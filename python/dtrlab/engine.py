@@ -26,7 +26,28 @@ from dtrlab.traces import TRACE_FILES, resolve_trace
 TRACE_KEY_OF_FILE = {f: k for k, f in TRACE_FILES.items()}
 
 ENGINE_VERSION: str = _engine.ENGINE_VERSION
-HEURISTICS: tuple[str, ...] = tuple(_engine.heuristic_names())
+
+
+@dataclass(frozen=True)
+class HeuristicTerms:
+    """A heuristic's score terms, as the engine defines them: the cost term
+    (``e*``, ``eq``, ``local``, ``msps``, ``none``; ``lru``, ``random``),
+    whether it divides by size and by staleness, and whether it draws at
+    random (the only heuristics a seed changes)."""
+
+    cost: str
+    size: bool
+    staleness: bool
+    random: bool
+
+
+#: Every heuristic the engine accepts (simrd's names), with its terms.
+HEURISTIC_TERMS: dict[str, HeuristicTerms] = {
+    name: HeuristicTerms(cost, size, staleness, random)
+    for name, cost, size, staleness, random in _engine.heuristic_catalogue()
+}
+HEURISTICS: tuple[str, ...] = tuple(HEURISTIC_TERMS)
+RANDOM_HEURISTICS: tuple[str, ...] = tuple(n for n, t in HEURISTIC_TERMS.items() if t.random)
 #: The paper's overhead cap (remat_limit = compute * (cap - 1)) and
 #: heuristic: the configuration schema's defaults (``engine.cap``, ``engine.heuristic``).
 DEFAULT_CAP: float = defaults()["engine"]["cap"]
@@ -222,7 +243,7 @@ class SimResult:
         for k in RESULT_FIELDS:
             v = getattr(self, k)
             d[k] = list(v) if isinstance(v, tuple) else v
-        if self.heuristic in ("RandomStorage", "AbRandom"):
+        if self.heuristic in RANDOM_HEURISTICS:
             d["seed"] = self.seed
         if evicted_ids:
             d["evicted_ids"] = [list(x) for x in self.evicted_ids]

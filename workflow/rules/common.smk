@@ -4,6 +4,7 @@ import json
 import os
 
 from dtrlab import config as dtrlab_config
+from dtrlab.engine import RANDOM_HEURISTICS
 from dtrlab.grids import chunks, expand_ratios
 from dtrlab.provenance import code_version, sidecar_path, unrecorded
 from dtrlab.reference import SIMRD_ENV
@@ -72,7 +73,6 @@ def trace_input(wildcards):
 EXP = config["experiments"]
 HEURISTIC = config["engine"]["heuristic"]
 CAP = config["engine"]["cap"]
-RANDOM_HEURISTICS = ("RandomStorage", "AbRandom")
 
 
 def points(heuristics, ratios, seeds=(0,)):

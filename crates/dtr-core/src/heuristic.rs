@@ -63,9 +63,44 @@ pub const HEURISTIC_NAMES: &[(&str, Heuristic)] = {
     ]
 };
 
+impl Cost {
+    /// The term's name in the ablation's tables.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Cost::Neighbourhood => "e*",
+            Cost::EqClass => "eq",
+            Cost::Local => "local",
+            Cost::Msps => "msps",
+            Cost::Unit => "none",
+        }
+    }
+}
+
+/// A heuristic as the ablation describes it: its cost term and whether the
+/// score divides by size and by staleness.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Terms {
+    pub cost: &'static str,
+    pub size: bool,
+    pub staleness: bool,
+    /// Chooses at random (seeded): the only heuristic a seed changes.
+    pub random: bool,
+}
+
 impl Heuristic {
     pub fn from_name(name: &str) -> Option<Heuristic> {
         HEURISTIC_NAMES.iter().find(|(n, _)| *n == name).map(|(_, h)| *h)
+    }
+
+    pub fn terms(&self) -> Terms {
+        match *self {
+            Heuristic::Score { cost, size, stale } => {
+                Terms { cost: cost.label(), size, staleness: stale, random: false }
+            }
+            // Orders by access time alone: staleness without a cost.
+            Heuristic::Lru => Terms { cost: "lru", size: false, staleness: true, random: false },
+            Heuristic::Random => Terms { cost: "random", size: false, staleness: false, random: true },
+        }
     }
 
     pub fn needs_regions(&self) -> bool {
@@ -133,6 +168,16 @@ fn ratio_or_inf(num: i128, den: u128) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn terms_name_what_the_score_divides_by() {
+        let t = |n: &str| Heuristic::from_name(n).unwrap().terms();
+        assert_eq!(t("DTR"), Terms { cost: "e*", size: true, staleness: true, random: false });
+        assert_eq!(t("MSPS"), Terms { cost: "msps", size: true, staleness: false, random: false });
+        assert_eq!(t("AbStale"), Terms { cost: "none", size: false, staleness: true, random: false });
+        let random: Vec<&str> = HEURISTIC_NAMES.iter().filter(|(_, h)| h.terms().random).map(|(n, _)| *n).collect();
+        assert_eq!(random, ["RandomStorage", "AbRandom"]);
+    }
 
     #[test]
     fn every_name_resolves_and_aliases_agree() {

@@ -24,7 +24,7 @@ pub mod trace;
 pub use baseline::{baseline, budget_for_ratio, remat_limit, Baseline};
 pub use error::{EngineError, TraceError};
 pub use events::{EventKind, EventLog};
-pub use heuristic::{Heuristic, HEURISTIC_NAMES};
+pub use heuristic::{Heuristic, Terms, HEURISTIC_NAMES};
 pub use memory::MemoryGuard;
 pub use outcome::{Fail, RunResult, RunStatus};
 pub use parse::{parse_trace, parse_trace_bytes, parse_trace_bytes_within};

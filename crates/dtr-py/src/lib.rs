@@ -342,10 +342,16 @@ fn result_dict<'py>(py: Python<'py>, r: &core::RunResult, trace: &core::Trace) -
     Ok(d)
 }
 
-/// Names of every heuristic the engine accepts.
+/// Every heuristic with its terms: `(name, cost, size, staleness, random)`.
 #[pyfunction]
-fn heuristic_names() -> Vec<&'static str> {
-    core::HEURISTIC_NAMES.iter().map(|(n, _)| *n).collect()
+fn heuristic_catalogue() -> Vec<(&'static str, &'static str, bool, bool, bool)> {
+    core::HEURISTIC_NAMES
+        .iter()
+        .map(|(n, h)| {
+            let t = h.terms();
+            (*n, t.cost, t.size, t.staleness, t.random)
+        })
+        .collect()
 }
 
 /// `int(peak * ratio)`, exactly as the reference computes a budget.
@@ -363,7 +369,7 @@ fn _panic_for_test(py: Python<'_>) -> PyResult<()> {
 #[pymodule]
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Trace>()?;
-    m.add_function(wrap_pyfunction!(heuristic_names, m)?)?;
+    m.add_function(wrap_pyfunction!(heuristic_catalogue, m)?)?;
     m.add_function(wrap_pyfunction!(budget_for_ratio, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
     m.add("TraceError", m.py().get_type::<TraceError>())?;

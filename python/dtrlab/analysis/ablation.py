@@ -11,20 +11,14 @@ from __future__ import annotations
 
 import pandas as pd
 
+from dtrlab import engine
 from dtrlab.analysis import inversions
 
-#: heuristic -> (cost term, size term, staleness term); cost: e* (neighbourhood
-#: regions), eq (equivalence classes), local (own compute), msps, none, random.
+#: heuristic -> (cost term, size term, staleness term), from the engine's
+#: catalogue; cost: e* (neighbourhood regions), eq (equivalence classes),
+#: local (own compute), msps, none, lru, random.
 TERMS: dict[str, tuple[str, bool, bool]] = {
-    "DTR": ("e*", True, True), "DTREqClass": ("eq", True, True), "DTRLocal": ("local", True, True),
-    "MSPS": ("msps", True, False), "LRU": ("lru", False, True), "LargestStorage": ("none", True, False),
-    "RandomStorage": ("random", False, False),
-    "AbESizeStale": ("e*", True, True), "AbESize": ("e*", True, False), "AbEStale": ("e*", False, True),
-    "AbE": ("e*", False, False), "AbEqSizeStale": ("eq", True, True), "AbEqSize": ("eq", True, False),
-    "AbEqStale": ("eq", False, True), "AbEq": ("eq", False, False), "AbLocalSizeStale": ("local", True, True),
-    "AbLocalSize": ("local", True, False), "AbLocalStale": ("local", False, True), "AbLocal": ("local", False, False),
-    "AbSizeStale": ("none", True, True), "AbSize": ("none", True, False), "AbStale": ("none", False, True),
-    "AbRandom": ("random", False, False),
+    name: (t.cost, t.size, t.staleness) for name, t in engine.HEURISTIC_TERMS.items()
 }
 
 ABLATION_FAMILY = [h for h in TERMS if h.startswith("Ab")]
