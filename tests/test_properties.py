@@ -87,3 +87,9 @@ def test_a_budget_of_the_baseline_peak_never_needs_the_heuristic(text):
     assert at_peak.status == "ok" and at_peak.max_memory == peak
     assert at_peak.heuristic_eval_count == 0
     assert (at_peak.clock, at_peak.evictions) == (unbounded.clock, unbounded.evictions)
+
+
+@given(st.integers(0, 2**53), st.floats(0.0, 1.5, allow_nan=False))
+def test_a_ratio_gives_the_budget_python_computes(peak, ratio):
+    """One rule for a ratio's budget everywhere (the engine's): int(peak * ratio)."""
+    assert dtrlab.engine.budget_for_ratio(peak, ratio) == int(peak * ratio)

@@ -208,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
             peak = engine.baseline(trace).peak
             from tqdm import tqdm
 
-            lo_b, hi_b = int(peak * args.lo), int(peak * args.hi)
+            lo_b, hi_b = engine.budget_for_ratio(peak, args.lo), engine.budget_for_ratio(peak, args.hi)
             with tqdm(total=hi_b - lo_b + 1, unit="B", unit_scale=True, desc=f"{trace.key} atlas",
                       file=sys.stderr, disable=None) as bar:
                 def progress(done, total):

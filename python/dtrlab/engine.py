@@ -54,6 +54,12 @@ DEFAULT_CAP: float = defaults()["engine"]["cap"]
 DEFAULT_HEURISTIC: str = defaults()["engine"]["heuristic"]
 
 
+def budget_for_ratio(peak: int, ratio: float) -> int:
+    """``int(peak * ratio)``: the budget of a ratio, as the reference computes
+    it (the engine's one definition, which ``simulate(ratio=...)`` uses)."""
+    return _engine.budget_for_ratio(arguments.integer("peak", peak, 0), arguments.real("ratio", ratio, 0.0))
+
+
 class Trace:
     """A parsed trace (immutable; share it between runs and threads)."""
 

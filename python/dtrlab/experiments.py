@@ -144,7 +144,8 @@ def atlas_chunk(inputs, outputs, params) -> None:
 
     trace = engine.load_trace(inputs[0])
     peak = engine.baseline(trace).peak
-    lo_b, hi_b = atlas.chunk_range(int(peak * params["lo"]), int(peak * params["hi"]), params["chunk"],
+    lo_b, hi_b = atlas.chunk_range(engine.budget_for_ratio(peak, params["lo"]),
+                                   engine.budget_for_ratio(peak, params["hi"]), params["chunk"],
                                    params["chunks"])
     a = atlas.build(trace, lo_b, hi_b, heuristic=params["heuristic"], cap=params["cap"],
                     max_runs=params["max_runs"], time_limit=params["time_limit"], grid=params["grid"],

@@ -28,6 +28,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from dtrlab import _engine
 from dtrlab.config import defaults
 from dtrlab.exceptions import ReferenceUnavailable
 from dtrlab.traces import ARTIFACT_COMMIT
@@ -407,7 +408,7 @@ def simulate(
     """
     base = baseline_figures or baseline(path, start, simrd_path)
     if budget is None:
-        budget = int(base["peak"] * ratio)
+        budget = _engine.budget_for_ratio(base["peak"], ratio)  # the engine's rule, int(peak * ratio)
     remat_limit = math.inf if cap is None else base["compute"] * (cap - 1)
     random.seed(seed)
     rt, obs, status, fail = _in_big_thread(
