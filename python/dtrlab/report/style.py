@@ -60,3 +60,13 @@ def save(fig, pdf_path: str | os.PathLike, png_path: str | os.PathLike | None = 
         outputs.append(png_path)
     if rule is not None:
         provenance.record(outputs, rule, inputs=inputs, params=params)
+
+
+def save_and_show(fig, name: str, inputs: Iterable[str | os.PathLike], *, out_dir: str | os.PathLike,
+                  rule: str) -> None:
+    """A notebook's figure: ``out_dir/name.pdf`` and ``.png`` (as :func:`save`,
+    with its provenance), then shown inline."""
+    from IPython.display import Image, display
+
+    save(fig, f"{out_dir}/{name}.pdf", f"{out_dir}/{name}.png", rule=rule, inputs=inputs)
+    display(Image(filename=f"{out_dir}/{name}.png"))
