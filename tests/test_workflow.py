@@ -98,6 +98,7 @@ def test_the_schema_is_the_only_source_of_defaults():
 
     assert (REPO / "workflow/schemas/config.schema.yaml").resolve() == dtrlab_config.SCHEMA_PATH.resolve()
     d = dtrlab_config.defaults()
+    assert d == dtrlab_config.validate({}, dtrlab_config.schema())
     assert (engine.DEFAULT_CAP, engine.DEFAULT_HEURISTIC) == (d["engine"]["cap"], d["engine"]["heuristic"])
     assert atlas.LIMITS == d["atlas"]
     for fn in (engine.simulate, reference.simulate):
@@ -116,6 +117,14 @@ def test_the_schema_is_the_only_source_of_defaults():
     # The defaults are copies: changing one changes no other reader's.
     d["engine"]["cap"] = 2.0
     assert dtrlab_config.defaults()["engine"]["cap"] == engine.DEFAULT_CAP
+
+
+def test_the_package_needs_only_its_core_dependencies_to_import():
+    """Defaults come from the schema without validating it: `import dtrlab`
+    and the API need no workflow extra (jsonschema, snakemake)."""
+    code = "import sys, dtrlab, dtrlab.atlas, dtrlab.cli; print(sorted({'jsonschema', 'snakemake'} & set(sys.modules)))"
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and p.stdout.strip() == "[]", p.stdout + p.stderr
 
 
 def test_the_schema_knows_every_heuristic_of_the_engine(schema):

@@ -44,7 +44,11 @@ def schema() -> dict:
 
 @functools.cache
 def _defaults() -> dict:
-    return validate({}, _schema())
+    # Filled, not validated: `import dtrlab` needs no jsonschema (the
+    # workflow's extra); the tests validate the defaults.
+    config: dict = {}
+    _fill_defaults(config, _schema())
+    return config
 
 
 def defaults() -> dict:
