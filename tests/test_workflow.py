@@ -414,6 +414,43 @@ def test_the_dev_container_sets_path_where_the_container_env_is_known():
     assert path.startswith("${containerWorkspaceFolder}/.venv/bin:") and path.endswith("${containerEnv:PATH}")
 
 
+def test_binder_and_the_dev_container_run_what_exists_here():
+    """The commands the launchers run exist and agree with the Makefile: the
+    dev container's `make setup` target and venv, Binder's install, its
+    kernel (the name the figure notebooks ask for) and its one-off fetch of
+    the traces into the folder the notebooks read (a `dtrlab fetch` command)."""
+    import shlex
+
+    from dtrlab import cli
+
+    makefile = (REPO / "Makefile").read_text()
+    spec = json.loads((REPO / ".devcontainer" / "devcontainer.json").read_text())
+    target = shlex.split(spec["postCreateCommand"])
+    assert target[0] == "make" and re.search(rf"^{target[1]}:", makefile, re.M)
+    venv = re.search(r"^VENV \?= (\S+)$", makefile, re.M).group(1)
+    assert spec["remoteEnv"]["PATH"].startswith(f"${{containerWorkspaceFolder}}/{venv}/bin:")
+    assert "3.11" in spec["image"]
+
+    post = [shlex.split(line) for line in (REPO / ".binder" / "postBuild").read_text().splitlines()
+            if line.strip() and not line.lstrip().startswith("#") and not line.startswith("set ")]
+    commands = [c[c.index("-m") + 1:] for c in post if c[:2] == ["python", "-m"]]
+    assert ["pip", "install", "--no-build-isolation", "--no-deps", "-e", "."] in commands
+    kernel = next(c for c in commands if c[:2] == ["ipykernel", "install"])
+    name = kernel[kernel.index("--name") + 1]
+    assert f"--name {name}" in makefile
+    for nb in ("lstm_regimes", "resnet_inversion", "ablation"):
+        assert json.loads((REPO / f"notebooks/{nb}.ipynb").read_text())["metadata"]["kernelspec"]["name"] == name
+    fetch = next(c for c in commands if c[0] == "dtrlab")
+    cli.build_parser().parse_args(fetch[1:])  # a real subcommand (SystemExit otherwise)
+    assert fetch[1:] == ["fetch"]  # no --dest: the per-user cache load_trace reads
+    # Binder's conda environment has what `import dtrlab` needs (--no-deps above).
+    env = yaml.safe_load((REPO / ".binder" / "environment.yml").read_text())["dependencies"]
+    names = {re.split(r"[<>=]", d)[0] for d in env if isinstance(d, str)}
+    import tomllib
+    core = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    assert {re.split(r"[<>=]", d)[0] for d in core} <= names, names
+
+
 def test_hosted_ci_runs_what_the_local_ci_runs():
     """The hosted workflow runs .ci/run, which runs the README's two commands."""
     spec = yaml.safe_load((REPO / ".github" / "workflows" / "ci.yml").read_text())
