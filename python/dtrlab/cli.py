@@ -148,6 +148,96 @@ def _print_human(d: dict) -> None:
         print(f"{k:<{width}}  {v}")
 
 
+def _print_record(args, out: dict) -> None:
+    if args.json:
+        print(json.dumps(out, sort_keys=False))
+    else:
+        _print_human(out)
+
+
+# ----- user commands -----------------------------------------------------------
+
+def cmd_simulate(args) -> int:
+    trace = engine.load_trace(args.trace, start=args.start)
+    result = engine.simulate(trace, budget=args.budget, ratio=args.ratio, heuristic=args.heuristic,
+                             cap=None if args.no_cap else args.cap, seed=args.seed, retain=args.retain,
+                             engine=args.engine)
+    _print_record(args, result.to_dict(evicted_ids=args.evicted_ids))
+    return 0
+
+
+def cmd_baseline(args) -> int:
+    if args.out:  # the workflow's step: a JSON record with provenance
+        out = tasks.write_baseline(args.trace, args.out, start=args.start, rule=args.rule, engine_name=args.engine)
+        if args.json:
+            print(json.dumps(out))
+        return 0
+    trace = engine.load_trace(args.trace, start=args.start)
+    _print_record(args, {"trace": trace.key, "start": trace.start,
+                         **engine.baseline(trace, engine=args.engine).to_dict()})
+    return 0
+
+
+def cmd_fetch(args) -> int:
+    arguments.integer("--retries", args.retries, 1)
+    dest = args.dest or traces.default_data_dir()
+    tasks.fetch_traces(dest, args.mirror or traces.default_mirror(), args.url, args.retries, rule=args.rule)
+    print(f"traces verified in {dest}")
+    return 0
+
+
+def cmd_fetch_simrd(args) -> int:
+    from dtrlab import reference
+
+    print(f"simrd @ {reference.SIMRD_COMMIT[:8]} in {reference.fetch(args.dest)}")
+    return 0
+
+
+def cmd_atlas(args) -> int:
+    from tqdm import tqdm
+
+    from dtrlab import atlas
+
+    arguments.real("--lo", args.lo, 0.0)
+    arguments.real("--hi", args.hi, 0.0)
+    trace = engine.load_trace(args.trace, start=args.start)
+    peak = engine.baseline(trace).peak
+    lo_b, hi_b = engine.budget_for_ratio(peak, args.lo), engine.budget_for_ratio(peak, args.hi)
+    with tqdm(total=hi_b - lo_b + 1, unit="B", unit_scale=True, desc=f"{trace.key} atlas",
+              file=sys.stderr, disable=None) as bar:
+        def progress(done, total):
+            bar.update(done - bar.n)
+
+        # Off a terminal (no bar), say what is being run instead.
+        log = None if sys.stderr.isatty() else (lambda line: print(line, file=sys.stderr, flush=True))
+        a = atlas.build(trace, lo_b, hi_b, heuristic=args.heuristic, cap=None if args.no_cap else args.cap,
+                        max_runs=args.max_runs or None, time_limit=args.time_limit, grid=args.grid,
+                        max_total_runs=args.max_total_runs or None, edge_runs=args.edge_runs,
+                        max_work=args.max_work or None, resolve=not args.no_resolve, progress=progress, log=log)
+    doc = a.to_dict()
+    if args.forensics:
+        doc["forensics"] = [atlas.hole_forensics(trace, a, h) for h in a.holes()]
+    if args.json:
+        print(json.dumps(doc))
+        return 0
+    print(f"{a.trace} {a.heuristic}: {len(a.classes)} execution classes in [{a.lo_budget}, "
+          f"{a.hi_budget}] from {a.runs} runs ({'exact' if a.exact else 'partly sampled'})")
+    for h in doc["holes"]:
+        print(f"  hole [{h['lo']}, {h['hi']}] ({h['hi'] - h['lo'] + 1} B) between ok budgets "
+              f"{h['below_ok_budget']} and {h['above_ok_budget']}")
+    return 0
+
+
+def cmd_verify(args) -> int:
+    problems = provenance.verify(args.manifest, args.root)
+    for p in problems:
+        print(f"MISMATCH {p}", file=sys.stderr)
+    if problems:
+        return 1
+    print(f"{args.manifest}: every artifact verified")
+    return _against(args.manifest, args.against) if args.against else 0
+
+
 def _against(manifest: str, reference: str) -> int:
     """Artifact by artifact against a reference run; 1 if any data artifact
     differs, is missing or is extra (documents may differ: see
@@ -170,6 +260,53 @@ def _against(manifest: str, reference: str) -> int:
     return 0
 
 
+# ----- workflow steps (what the rules call) -------------------------------------
+
+def cmd_task(args) -> int:
+    from dtrlab import experiments
+
+    if args.name not in experiments.TASKS:
+        raise BadArgument(f"unknown task {args.name!r}; tasks: {', '.join(experiments.TASKS)}")
+    try:
+        params = json.loads(args.params)
+    except json.JSONDecodeError as e:
+        raise BadArgument(f"--params is not JSON ({e})") from None
+    if not isinstance(params, dict):
+        raise BadArgument("--params must be a JSON object")
+    try:
+        experiments.run(args.name, args.inputs, args.outputs, params, rule=args.rule)
+    except (KeyError, IndexError) as e:
+        raise BadArgument(f"task {args.name}: missing parameter, input or output ({e})") from None
+    except (ValueError, TypeError, OSError) as e:
+        raise ValueError(f"task {args.name}: {_one_line(e)}") from None
+    return 0
+
+
+def cmd_tabulate(args) -> int:
+    tasks.tabulate(args.inputs, args.parquet, args.csv, sort_by=args.sort_by.split(","), rule=args.rule)
+    return 0
+
+
+def cmd_manifest(args) -> int:
+    m = tasks.make_manifest(args.out, args.config_sha256, args.artifacts, unhashed=args.unhashed)
+    print(f"{args.out}: {len(m['artifacts'])} artifacts hashed")
+    return 0
+
+
+#: Subcommand -> handler (user commands first, then the workflow's steps).
+COMMANDS = {
+    "simulate": cmd_simulate,
+    "baseline": cmd_baseline,
+    "fetch": cmd_fetch,
+    "fetch-simrd": cmd_fetch_simrd,
+    "atlas": cmd_atlas,
+    "verify": cmd_verify,
+    "task": cmd_task,
+    "tabulate": cmd_tabulate,
+    "manifest": cmd_manifest,
+}
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if getattr(args, "simrd", None):
@@ -177,107 +314,7 @@ def main(argv: list[str] | None = None) -> int:
 
         os.environ["DTRLAB_SIMRD"] = args.simrd
     try:
-        if args.command == "fetch":
-            arguments.integer("--retries", args.retries, 1)
-            dest = args.dest or traces.default_data_dir()
-            tasks.fetch_traces(dest, args.mirror or traces.default_mirror(), args.url, args.retries,
-                               rule=args.rule)
-            print(f"traces verified in {dest}")
-            return 0
-        if args.command == "tabulate":
-            tasks.tabulate(args.inputs, args.parquet, args.csv, sort_by=args.sort_by.split(","), rule=args.rule)
-            return 0
-        if args.command == "manifest":
-            m = tasks.make_manifest(args.out, args.config_sha256, args.artifacts, unhashed=args.unhashed)
-            print(f"{args.out}: {len(m['artifacts'])} artifacts hashed")
-            return 0
-        if args.command == "verify":
-            problems = provenance.verify(args.manifest, args.root)
-            for p in problems:
-                print(f"MISMATCH {p}", file=sys.stderr)
-            if problems:
-                return 1
-            print(f"{args.manifest}: every artifact verified")
-            return _against(args.manifest, args.against) if args.against else 0
-        if args.command == "atlas":
-            from dtrlab import atlas
-
-            arguments.real("--lo", args.lo, 0.0)
-            arguments.real("--hi", args.hi, 0.0)
-            trace = engine.load_trace(args.trace, start=args.start)
-            peak = engine.baseline(trace).peak
-            from tqdm import tqdm
-
-            lo_b, hi_b = engine.budget_for_ratio(peak, args.lo), engine.budget_for_ratio(peak, args.hi)
-            with tqdm(total=hi_b - lo_b + 1, unit="B", unit_scale=True, desc=f"{trace.key} atlas",
-                      file=sys.stderr, disable=None) as bar:
-                def progress(done, total):
-                    bar.update(done - bar.n)
-
-                # Off a terminal (no bar), say what is being run instead.
-                log = None if sys.stderr.isatty() else (lambda line: print(line, file=sys.stderr, flush=True))
-                a = atlas.build(trace, lo_b, hi_b, heuristic=args.heuristic,
-                                cap=None if args.no_cap else args.cap, max_runs=args.max_runs or None,
-                                time_limit=args.time_limit, grid=args.grid,
-                                max_total_runs=args.max_total_runs or None, edge_runs=args.edge_runs,
-                                max_work=args.max_work or None, resolve=not args.no_resolve, progress=progress,
-                                log=log)
-            doc = a.to_dict()
-            if args.forensics:
-                doc["forensics"] = [atlas.hole_forensics(trace, a, h) for h in a.holes()]
-            if args.json:
-                print(json.dumps(doc))
-            else:
-                print(f"{a.trace} {a.heuristic}: {len(a.classes)} execution classes in [{a.lo_budget}, "
-                      f"{a.hi_budget}] from {a.runs} runs ({'exact' if a.exact else 'partly sampled'})")
-                for h in doc["holes"]:
-                    print(f"  hole [{h['lo']}, {h['hi']}] ({h['hi'] - h['lo'] + 1} B) between ok budgets "
-                          f"{h['below_ok_budget']} and {h['above_ok_budget']}")
-            return 0
-        if args.command == "task":
-            from dtrlab import experiments
-
-            if args.name not in experiments.TASKS:
-                raise BadArgument(f"unknown task {args.name!r}; tasks: {', '.join(experiments.TASKS)}")
-            try:
-                params = json.loads(args.params)
-            except json.JSONDecodeError as e:
-                raise BadArgument(f"--params is not JSON ({e})") from None
-            if not isinstance(params, dict):
-                raise BadArgument("--params must be a JSON object")
-            try:
-                experiments.run(args.name, args.inputs, args.outputs, params, rule=args.rule)
-            except (KeyError, IndexError) as e:
-                raise BadArgument(f"task {args.name}: missing parameter, input or output ({e})") from None
-            except (ValueError, TypeError, OSError) as e:
-                raise ValueError(f"task {args.name}: {_one_line(e)}") from None
-            return 0
-        if args.command == "fetch-simrd":
-            from dtrlab import reference
-
-            print(f"simrd @ {reference.SIMRD_COMMIT[:8]} in {reference.fetch(args.dest)}")
-            return 0
-        if args.command == "baseline" and args.out:
-            out = tasks.write_baseline(args.trace, args.out, start=args.start, rule=args.rule,
-                                       engine_name=args.engine)
-            if args.json:
-                print(json.dumps(out))
-            return 0
-        trace = engine.load_trace(args.trace, start=args.start)
-        if args.command == "baseline":
-            out = {"trace": trace.key, "start": trace.start, **engine.baseline(trace, engine=args.engine).to_dict()}
-        else:
-            result = engine.simulate(
-                trace,
-                budget=args.budget,
-                ratio=args.ratio,
-                heuristic=args.heuristic,
-                cap=None if args.no_cap else args.cap,
-                seed=args.seed,
-                retain=args.retain,
-                engine=args.engine,
-            )
-            out = result.to_dict(evicted_ids=args.evicted_ids)
+        return COMMANDS[args.command](args)
     except (BadArgument, BadArgumentType) as e:
         # Bad usage, like argparse's own errors.
         print(f"dtrlab: error: {e}", file=sys.stderr)
@@ -287,11 +324,6 @@ def main(argv: list[str] | None = None) -> int:
         # The command failed: one line, never a traceback.
         print(f"dtrlab: error: {_one_line(e)}", file=sys.stderr)
         return 1
-    if args.json:
-        print(json.dumps(out, sort_keys=False))
-    else:
-        _print_human(out)
-    return 0
 
 
 if __name__ == "__main__":
