@@ -93,3 +93,23 @@ def test_atlas_target_outputs(run):
     assert tex.startswith("\\begin{tabular}") and "\\bottomrule" in tex
     assert (run / "results/atlas/atlas.png").read_bytes()[:4] == b"\x89PNG"
     assert provenance.verify(run / "results/atlas/MANIFEST.json", root=run) == []
+
+
+def test_every_task_parses_traces_as_the_baselines_do(tmp_path):
+    """config engine.start reaches every task that reads a trace, not only the
+    baselines: a trace without an ANNOTATE START marker is refused when it is
+    set, replayed when it is not."""
+    from dtrlab import exceptions, experiments
+
+    golden = Path(__file__).parent / "golden" / "synthetic" / "synth-000.log"
+    lines = [ln for ln in golden.read_text().splitlines(keepends=True) if '"START"' not in ln]
+    trace = tmp_path / "no-marker.log"
+    trace.write_text("".join(lines))
+    point = {"heuristic": "DTR", "ratio": 0.5, "cap": 60.0, "seed": 0}
+    params = {"points": [point], "engine": "native", "threads": 1, "start": False}
+    experiments.run("sweep", [str(trace)], [str(tmp_path / "a.parquet")], params, rule="sweep_chunk")
+    assert len(pd.read_parquet(tmp_path / "a.parquet")) == 1
+    with pytest.raises(exceptions.TraceError, match="no ANNOTATE START"):
+        experiments.run("sweep", [str(trace)], [str(tmp_path / "b.parquet")], {**params, "start": True},
+                        rule="sweep_chunk")
+    assert not (tmp_path / "b.parquet").exists()

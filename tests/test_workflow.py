@@ -479,3 +479,12 @@ def test_the_reference_manifest_is_a_run_of_the_shipped_configuration():
     paths = [Path(e["path"]) for e in ref["artifacts"]]
     assert all(not p.is_absolute() and ".." not in p.parts for p in paths)
     assert Path("results/paper/main.pdf") in paths and len(paths) == len(set(paths)) > 100
+
+
+def test_every_task_is_told_how_traces_are_parsed(tmp_path, mirror):
+    """Every `dtrlab task` that reads a trace carries config engine.start."""
+    p = snakemake(tmp_path, "-n", "-p", "all", "--config", "engine={'start': true}", env={traces.MIRROR_ENV: mirror})
+    assert p.returncode == 0, p.stderr[-2000:]
+    calls = [line for line in p.stdout.splitlines()
+             if line.startswith("Shell command: dtrlab task ") and " data/traces/" in line]
+    assert len(calls) > 100 and all('"start":true' in c for c in calls), [c for c in calls if '"start":true' not in c][:2]

@@ -21,6 +21,12 @@ from dtrlab.atomic import write_text
 from dtrlab.tasks import write_table
 
 
+def _trace(path: str, params: dict) -> engine.Trace:
+    """A task's trace, parsed as the workflow's baselines are (config
+    engine.start: from the ANNOTATE START marker or not)."""
+    return engine.load_trace(path, start=params["start"])
+
+
 def _json_out(path, obj) -> None:
     write_text(path, provenance.canonical_json(obj))
 
@@ -31,7 +37,7 @@ def _read_json(path) -> dict:
 
 def sweep(inputs, outputs, params) -> None:
     """Replay a list of points of one trace: ``params.points`` [{heuristic, ratio, cap, seed}]."""
-    trace = engine.load_trace(inputs[0], start=params.get("start", False))
+    trace = _trace(inputs[0], params)
     rows = sweeps.run_points(trace, params["points"], threads=params.get("threads"),
                              engine_name=params.get("engine", "native"))
     write_table(sweeps.table(rows), outputs[0], outputs[1] if len(outputs) > 1 else None)
@@ -54,7 +60,7 @@ def c1_regimes(inputs, outputs, params) -> None:
 
 
 def c2_reeviction(inputs, outputs, params) -> None:
-    trace = engine.load_trace(inputs[0])
+    trace = _trace(inputs[0], params)
     runs = {label: engine.simulate(trace, ratio=params[label], cap=params["cap"], heuristic=params["heuristic"],
                                    engine=params.get("engine", "native"))
             for label in ("fast", "slow")}
@@ -80,7 +86,7 @@ def c3_inversions(inputs, outputs, params) -> None:
 
 
 def c4_forensics(inputs, outputs, params) -> None:
-    trace = engine.load_trace(inputs[0])
+    trace = _trace(inputs[0], params)
     runs = [engine.simulate(trace, ratio=r, cap=params["cap"], heuristic=params["heuristic"],
                             engine=params.get("engine", "native"))
             for r in params["ratios"]]
@@ -101,7 +107,7 @@ def c6_determinism(inputs, outputs, params) -> None:
     """Each key point replayed ``repeats`` times (fresh trace loads) must agree."""
     rows = []
     for path, (key, ratio) in zip(inputs, params["points"]):
-        digests = [engine.simulate(engine.load_trace(path), ratio=ratio, cap=params["cap"],
+        digests = [engine.simulate(_trace(path, params), ratio=ratio, cap=params["cap"],
                                    heuristic=params["heuristic"], engine=params.get("engine", "native")).digest()
                    for _ in range(params["repeats"])]
         rows.append({"trace": key, "ratio": ratio, "repeats": len(digests), "distinct_digests": len(set(digests)),
@@ -142,7 +148,7 @@ def atlas_chunk(inputs, outputs, params) -> None:
     """One chunk of a trace's budget range, mapped into execution classes."""
     from dtrlab import atlas
 
-    trace = engine.load_trace(inputs[0])
+    trace = _trace(inputs[0], params)
     peak = engine.baseline(trace).peak
     lo_b, hi_b = atlas.chunk_range(engine.budget_for_ratio(peak, params["lo"]),
                                    engine.budget_for_ratio(peak, params["hi"]), params["chunk"],
@@ -161,7 +167,7 @@ def atlas_merge(inputs, outputs, params) -> None:
     (parquet, csv), holes (parquet, csv)."""
     from dtrlab import atlas
 
-    trace = engine.load_trace(inputs[0])
+    trace = _trace(inputs[0], params)
     a = atlas.combine([atlas.from_dict(_read_json(p)) for p in inputs[1:]])
     forensics = [atlas.hole_forensics(trace, a, h) for h in a.holes()] if params.get("forensics", True) else None
     doc = a.to_dict()

@@ -136,7 +136,9 @@ def atlas_files(atlas):
 def task_params(**params):
     """Parameters of a `dtrlab task` call, as shell-safe JSON."""
     return json.dumps(
-        {**params, "engine": ENGINE}, sort_keys=True, separators=(",", ":")
+        {**params, "engine": ENGINE, "start": config["engine"]["start"]},
+        sort_keys=True,
+        separators=(",", ":"),
     )
 
 
