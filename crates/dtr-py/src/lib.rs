@@ -235,15 +235,17 @@ impl Trace {
 
     /// Replay under a byte budget (or a ratio of the baseline peak) and return
     /// a dict with the golden record's field names.
-    #[pyo3(signature = (budget=None, ratio=None, heuristic="DTR", cap=Some(60.0), seed=0, retain=Vec::new(), events=false, self_check=false, eager_regions=false, memory_limit=None))]
+    /// The heuristic and the cap have no defaults here: they are the
+    /// configuration's (`dtrlab.engine.DEFAULT_HEURISTIC`, `DEFAULT_CAP`).
+    #[pyo3(signature = (*, heuristic, cap, budget=None, ratio=None, seed=0, retain=Vec::new(), events=false, self_check=false, eager_regions=false, memory_limit=None))]
     #[allow(clippy::too_many_arguments)]
     fn simulate<'py>(
         &self,
         py: Python<'py>,
-        budget: Option<u64>,
-        ratio: Option<f64>,
         heuristic: &str,
         cap: Option<f64>,
+        budget: Option<u64>,
+        ratio: Option<f64>,
         seed: u64,
         retain: Vec<u32>,
         events: bool,
