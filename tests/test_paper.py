@@ -77,7 +77,8 @@ def test_a_commit_that_is_not_a_git_describe_string_is_refused(tmp_path):
     """The commit is written into TeX: nothing but a describe string gets there."""
     for bad in ("v1 }\\input{/etc/passwd}", "", "x" * 101, 7):
         with pytest.raises(ValueError, match="code_version"):
-            paper.build(tmp_path / "main.tex", None, tmp_path, tmp_path / "out.pdf", code_version=bad)
+            paper.build(tmp_path / "main.tex", None, paper.layout_files(tmp_path), tmp_path / "out.pdf",
+                        code_version=bad)
     assert not (tmp_path / "out.pdf").exists()
 
 
@@ -89,8 +90,20 @@ def test_latex_errors_name_the_line(tmp_path):
         (results / src).parent.mkdir(parents=True, exist_ok=True)
         (results / src).write_text("")
     with pytest.raises(paper.PaperBuildError, match=r"main.tex:3"):
-        paper.build(main, None, results, tmp_path / "out.pdf")
+        paper.build(main, None, paper.layout_files(results), tmp_path / "out.pdf")
     assert not (tmp_path / "out.pdf").exists()
+
+
+def test_the_paper_is_built_from_the_files_it_is_given(tmp_path):
+    """The build reads the files handed to it (the rule's declared inputs),
+    every one main.tex needs and no other."""
+    files = paper.layout_files(tmp_path)
+    files.pop("figures/atlas.pdf")
+    with pytest.raises(ValueError, match=r"missing \['figures/atlas.pdf'\]"):
+        paper.build(tmp_path / "main.tex", None, files, tmp_path / "out.pdf")
+    with pytest.raises(ValueError, match=r"unknown \['extra.tex'\]"):
+        paper.build(tmp_path / "main.tex", None, {**paper.layout_files(tmp_path), "extra.tex": "x"},
+                    tmp_path / "out.pdf")
 
 
 def test_a_float_taller_than_the_page_fails_the_build(tmp_path):
@@ -103,7 +116,7 @@ def test_a_float_taller_than_the_page_fails_the_build(tmp_path):
         (results / src).parent.mkdir(parents=True, exist_ok=True)
         (results / src).write_text("")
     with pytest.raises(paper.PaperBuildError, match="does not fit on a page"):
-        paper.build(main, None, results, tmp_path / "out.pdf")
+        paper.build(main, None, paper.layout_files(results), tmp_path / "out.pdf")
     assert not (tmp_path / "out.pdf").exists()
 
 

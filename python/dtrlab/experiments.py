@@ -237,11 +237,14 @@ def paper_macros(inputs, outputs, params) -> None:
 
 
 def paper(inputs, outputs, params) -> None:
-    """inputs: main.tex, references.bib, then the generated files (for
-    provenance; they are read from ``params.results`` by their layout)."""
+    """inputs: main.tex, references.bib, then the generated files in
+    :data:`dtrlab.report.paper.LAYOUT` order (the rule lists them from it)."""
     from dtrlab.report import paper as latex
 
-    latex.build(inputs[0], inputs[1], params["results"], outputs[0], code_version=params.get("code", "unknown"))
+    main, bib, *generated = inputs
+    if len(generated) != len(latex.LAYOUT):
+        raise ValueError(f"paper: {len(generated)} generated files given, main.tex reads {len(latex.LAYOUT)}")
+    latex.build(main, bib, dict(zip(latex.LAYOUT, generated)), outputs[0], code_version=params["code"])
 
 
 TASKS: dict[str, Callable] = {

@@ -178,7 +178,7 @@ rule paper:
     params:
         # The PDF names the commit its figures were made at: a new commit
         # rebuilds it (the figures themselves, data, stay as they are).
-        spec=task_params(results=RESULTS, code=code_version(workflow.basedir)),
+        spec=task_params(code=code_version(workflow.basedir)),
         rule="paper",
     shell:
         "dtrlab task paper --in {input.main:q} {input.bib:q} {input.generated:q} --out {output:q} "

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Mapping
 
 from dtrlab.atomic import atomic_open
 
@@ -72,26 +73,34 @@ BUILD_INFO = "dtrlab-build.tex"
 _CODE_VERSION = re.compile(r"[\w.+-]{1,100}", re.ASCII)
 
 
-def build(main_tex: str | os.PathLike, bib: str | os.PathLike | None, results: str | os.PathLike,
+def layout_files(results: str | os.PathLike) -> dict[str, Path]:
+    """Each generated file main.tex reads, where the workflow writes it."""
+    return {dest: Path(results) / src for dest, src in LAYOUT.items()}
+
+
+def build(main_tex: str | os.PathLike, bib: str | os.PathLike | None, generated: Mapping[str, str | os.PathLike],
           out_pdf: str | os.PathLike, latexmk: str = "latexmk", code_version: str = "unknown") -> None:
     """Lay out the sources in a scratch folder, run latexmk, move the PDF in.
-    ``code_version`` (``git describe`` of the workflow) is printed under
-    each figure beside the rule that made it."""
+    ``generated`` gives every file of :data:`LAYOUT` (its name beside
+    main.tex -> the file). ``code_version`` (``git describe`` of the
+    workflow) is printed under each figure beside the rule that made it."""
+    if set(generated) != set(LAYOUT):
+        raise ValueError(f"generated files must be exactly main.tex's: missing {sorted(set(LAYOUT) - set(generated))}, "
+                         f"unknown {sorted(set(generated) - set(LAYOUT))}")
     if not isinstance(code_version, str) or not _CODE_VERSION.fullmatch(code_version):
         raise ValueError(f"code_version must be a git describe string (letters, digits, . _ + -), "
                          f"got {code_version!r}")
     if shutil.which(latexmk) is None:
         raise PaperBuildError(f"{latexmk} not found: install TeX (see README: scripts/setup-system.sh)")
-    results = Path(results)
     with tempfile.TemporaryDirectory(prefix="dtrlab-paper-") as tmp:
         build_dir = Path(tmp)
         shutil.copyfile(main_tex, build_dir / "main.tex")
         if bib is not None:
             shutil.copyfile(bib, build_dir / "references.bib")
         (build_dir / BUILD_INFO).write_text(f"\\newcommand{{\\CodeVersion}}{{\\detokenize{{{code_version}}}}}\n")
-        for dest, src in LAYOUT.items():
+        for dest, src in generated.items():
             (build_dir / dest).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(results / src, build_dir / dest)
+            shutil.copyfile(src, build_dir / dest)
         p = subprocess.run([latexmk, "-pdf", "-interaction=nonstopmode", "-halt-on-error", "-file-line-error",
                             "main.tex"], cwd=build_dir, env={**os.environ, **TEX_ENV}, capture_output=True,
                            text=True, timeout=600)
