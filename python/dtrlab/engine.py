@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -148,29 +148,6 @@ def baseline(trace: Trace | str | os.PathLike, engine: str = "native") -> Baseli
     return Baseline(**t._native.baseline())
 
 
-#: Output fields in golden-record order (the ones every run reports).
-RESULT_FIELDS = (
-    "status",
-    "budget",
-    "clock",
-    "model_compute",
-    "remat_compute",
-    "overhead",
-    "overhead_clock",
-    "max_memory",
-    "evictions",
-    "distinct_evicted",
-    "evictions_per_storage",
-    "heuristic_eval_count",
-    "peak_pinned",
-    "depth_at_peak_pinned",
-    "max_nesting_depth",
-    "model_ops",
-    "fail",
-    "identical_budget_interval",
-)
-
-
 @dataclass(frozen=True)
 class SimResult:
     """One replay. ``status`` is ``ok``, ``oom`` or ``thrashed``."""
@@ -261,6 +238,12 @@ class SimResult:
         return hashlib.sha256(blob.encode()).hexdigest()
 
 
+#: What a run was (set by the caller), then what it did: the golden record's
+#: fields in their order, which is the dataclass's (written once, above).
+RUN_FIELDS = ("trace", "heuristic", "ratio", "cap", "start", "seed", "engine")
+RESULT_FIELDS = tuple(f.name for f in fields(SimResult) if f.name not in RUN_FIELDS and f.repr)
+
+
 def simulate(
     trace: Trace | str | os.PathLike,
     budget: int | None = None,
@@ -331,33 +314,8 @@ def simulate(
         )
     else:
         raise ValueError(f"unknown engine {engine!r} (native or simrd)")
-    interval = raw["identical_budget_interval"]
-    return SimResult(
-        trace=t.key,
-        heuristic=heuristic,
-        ratio=ratio,
-        cap=cap,
-        start=t.start,
-        seed=seed,
-        engine=engine,
-        status=raw["status"],
-        budget=raw["budget"],
-        clock=raw["clock"],
-        model_compute=raw["model_compute"],
-        remat_compute=raw["remat_compute"],
-        overhead=raw["overhead"],
-        overhead_clock=raw["overhead_clock"],
-        max_memory=raw["max_memory"],
-        evictions=raw["evictions"],
-        distinct_evicted=raw["distinct_evicted"],
-        evictions_per_storage=raw["evictions_per_storage"],
-        heuristic_eval_count=raw["heuristic_eval_count"],
-        peak_pinned=raw["peak_pinned"],
-        depth_at_peak_pinned=raw["depth_at_peak_pinned"],
-        max_nesting_depth=raw["max_nesting_depth"],
-        model_ops=raw["model_ops"],
-        fail=raw["fail"],
-        identical_budget_interval=None if interval is None else tuple(interval),
-        evicted_ids=tuple(tuple(x) for x in raw["evicted_ids"]),
-        events_columns=raw["events"],
-    )
+    values = {k: raw[k] for k in RESULT_FIELDS}
+    interval = values["identical_budget_interval"]
+    values["identical_budget_interval"] = None if interval is None else tuple(interval)
+    return SimResult(trace=t.key, heuristic=heuristic, ratio=ratio, cap=cap, start=t.start, seed=seed, engine=engine,
+                     **values, evicted_ids=tuple(tuple(x) for x in raw["evicted_ids"]), events_columns=raw["events"])
