@@ -113,3 +113,15 @@ def test_every_task_parses_traces_as_the_baselines_do(tmp_path):
         experiments.run("sweep", [str(trace)], [str(tmp_path / "b.parquet")], {**params, "start": True},
                         rule="sweep_chunk")
     assert not (tmp_path / "b.parquet").exists()
+    # ... and so do the claims and the atlas that replay it.
+    run = {"heuristic": "DTR", "cap": 60.0, "engine": "native", "start": True}
+    steps = [("c2_reeviction", {**run, "fast": 0.5, "slow": 0.4}, 3),
+             ("c4_forensics", {**run, "ratios": [0.5]}, 3),
+             ("c6_determinism", {**run, "points": [[str(trace), 0.5]], "repeats": 2}, 3),
+             ("atlas_chunk", {**run, "lo": 0.4, "hi": 0.5, "chunk": 0, "chunks": 1, "max_runs": 2, "time_limit": None,
+                              "grid": 4, "max_total_runs": 2, "edge_runs": 0, "max_work": None, "resolve": True}, 1)]
+    for name, p, n_out in steps:
+        outs = [str(tmp_path / f"{name}-{i}") for i in range(n_out)]
+        with pytest.raises(exceptions.TraceError, match="no ANNOTATE START"):
+            experiments.run(name, [str(trace)], outs, p, rule=name)
+        assert not any(Path(o).exists() for o in outs), name

@@ -106,6 +106,16 @@ def test_the_paper_is_built_from_the_files_it_is_given(tmp_path):
                     tmp_path / "out.pdf")
 
 
+def test_the_paper_step_refuses_inputs_out_of_layout_order(tmp_path):
+    from dtrlab import experiments
+
+    files = [str(p) for p in paper.layout_files(tmp_path / "results").values()]
+    files[0], files[1] = files[1], files[0]
+    with pytest.raises(ValueError, match="LAYOUT order"):
+        experiments.paper([str(REPO / "paper/main.tex"), str(REPO / "paper/references.bib"), *files],
+                          [str(tmp_path / "main.pdf")], {"code": "v1"})
+
+
 def test_a_float_taller_than_the_page_fails_the_build(tmp_path):
     """Its caption would be printed off the page's foot, silently."""
     main = tmp_path / "main.tex"

@@ -19,7 +19,7 @@ from tracegen import traces
 pytestmark = pytest.mark.skipif(not os.environ.get("DTRLAB_SIMRD"), reason="DTRLAB_SIMRD not set")
 
 # The reference's RandomStorage draws from Python's RNG: compared separately.
-DETERMINISTIC = [h for h in dtrlab.HEURISTICS if h not in ("RandomStorage", "AbRandom")]
+DETERMINISTIC = [h for h in dtrlab.HEURISTICS if h not in dtrlab.engine.RANDOM_HEURISTICS]
 
 
 def _compare(path, **kw):

@@ -45,15 +45,15 @@ def build_parser() -> argparse.ArgumentParser:
     size.add_argument("--ratio", type=float, help="budget as a fraction of the baseline peak")
     size.add_argument("--budget", type=int, help="budget in bytes")
     sim.add_argument("--heuristic", default=engine.DEFAULT_HEURISTIC, choices=engine.HEURISTICS, metavar="H",
-                     help="eviction heuristic (simrd's names; default DTR)")
+                     help="eviction heuristic (simrd's names; default %(default)s)")
     caps = sim.add_mutually_exclusive_group()
     caps.add_argument("--cap", type=float, default=engine.DEFAULT_CAP,
-                      help="overhead cap: stop as 'thrashed' past cap x compute (default 60)")
+                      help="overhead cap: stop as 'thrashed' past cap x compute (default %(default)s)")
     caps.add_argument("--no-cap", action="store_true", help="no overhead cap")
     sim.add_argument("--seed", type=int, default=None, help="seed of RandomStorage (default 0)")
     sim.add_argument("--retain", type=_retain_list, default=[], metavar="ID,...",
                      help="storage ids never evicted (a causal intervention)")
-    sim.add_argument("--engine", choices=("native", "simrd"), default="native",
+    sim.add_argument("--engine", choices=("native", "simrd"), default=_DEFAULTS["engine"]["name"],
                      help="simrd: the reference simulator from DTRLAB_SIMRD")
     sim.add_argument("--simrd", default=None, help="checkout of the reference (overrides DTRLAB_SIMRD)")
     sim.add_argument("--evicted-ids", action="store_true", help="include per-storage eviction counts")
@@ -61,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     base = sub.add_parser("baseline", help="infinite-budget figures: peak, compute, const, bottleneck")
     _add_trace_args(base)
     base.add_argument("--out", help="write the JSON record to this file (with provenance)")
-    base.add_argument("--engine", choices=("native", "simrd"), default="native",
+    base.add_argument("--engine", choices=("native", "simrd"), default=_DEFAULTS["engine"]["name"],
                       help="simrd: the reference simulator from DTRLAB_SIMRD")
     base.add_argument("--simrd", default=None, help="checkout of the reference (overrides DTRLAB_SIMRD)")
     base.add_argument("--rule", default="baseline", help=argparse.SUPPRESS)

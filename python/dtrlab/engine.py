@@ -177,8 +177,9 @@ class SimResult:
     model_ops: int
     fail: dict | None
     identical_budget_interval: tuple[int | None, int | None] | None
-    evicted_ids: tuple[tuple[int, int], ...] = field(repr=False)
-    events_columns: dict[str, list] | None = field(default=None, repr=False)
+    # Beside the record, not in it (to_dict adds evicted_ids on request).
+    evicted_ids: tuple[tuple[int, int], ...] = field(repr=False, metadata={"record": False})
+    events_columns: dict[str, list] | None = field(default=None, repr=False, metadata={"record": False})
 
     @property
     def ok(self) -> bool:
@@ -241,7 +242,8 @@ class SimResult:
 #: What a run was (set by the caller), then what it did: the golden record's
 #: fields in their order, which is the dataclass's (written once, above).
 RUN_FIELDS = ("trace", "heuristic", "ratio", "cap", "start", "seed", "engine")
-RESULT_FIELDS = tuple(f.name for f in fields(SimResult) if f.name not in RUN_FIELDS and f.repr)
+RESULT_FIELDS = tuple(f.name for f in fields(SimResult)
+                      if f.name not in RUN_FIELDS and f.metadata.get("record", True))
 
 
 def simulate(

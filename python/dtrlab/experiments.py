@@ -9,6 +9,7 @@ JSON``; the registry :data:`TASKS` lists them.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Callable
@@ -39,7 +40,7 @@ def sweep(inputs, outputs, params) -> None:
     """Replay a list of points of one trace: ``params.points`` [{heuristic, ratio, cap, seed}]."""
     trace = _trace(inputs[0], params)
     rows = sweeps.run_points(trace, params["points"], threads=params.get("threads"),
-                             engine_name=params.get("engine", "native"))
+                             engine_name=params["engine"])
     write_table(sweeps.table(rows), outputs[0], outputs[1] if len(outputs) > 1 else None)
 
 
@@ -62,7 +63,7 @@ def c1_regimes(inputs, outputs, params) -> None:
 def c2_reeviction(inputs, outputs, params) -> None:
     trace = _trace(inputs[0], params)
     runs = {label: engine.simulate(trace, ratio=params[label], cap=params["cap"], heuristic=params["heuristic"],
-                                   engine=params.get("engine", "native"))
+                                   engine=params["engine"])
             for label in ("fast", "slow")}
     result = reeviction.compare(runs["fast"].evictions_by_storage, runs["slow"].evictions_by_storage)
     result["ratios"] = {k: params[k] for k in ("fast", "slow")}
@@ -88,7 +89,7 @@ def c3_inversions(inputs, outputs, params) -> None:
 def c4_forensics(inputs, outputs, params) -> None:
     trace = _trace(inputs[0], params)
     runs = [engine.simulate(trace, ratio=r, cap=params["cap"], heuristic=params["heuristic"],
-                            engine=params.get("engine", "native"))
+                            engine=params["engine"])
             for r in params["ratios"]]
     _json_out(outputs[0], forensics.summarize(trace, runs))
     rows = [row for r in runs for row in forensics.held_frontier(trace, r)]
@@ -108,7 +109,7 @@ def c6_determinism(inputs, outputs, params) -> None:
     rows = []
     for path, (key, ratio) in zip(inputs, params["points"]):
         digests = [engine.simulate(_trace(path, params), ratio=ratio, cap=params["cap"],
-                                   heuristic=params["heuristic"], engine=params.get("engine", "native")).digest()
+                                   heuristic=params["heuristic"], engine=params["engine"]).digest()
                    for _ in range(params["repeats"])]
         rows.append({"trace": key, "ratio": ratio, "repeats": len(digests), "distinct_digests": len(set(digests)),
                      "digest": digests[0]})
@@ -169,7 +170,7 @@ def atlas_merge(inputs, outputs, params) -> None:
 
     trace = _trace(inputs[0], params)
     a = atlas.combine([atlas.from_dict(_read_json(p)) for p in inputs[1:]])
-    forensics = [atlas.hole_forensics(trace, a, h) for h in a.holes()] if params.get("forensics", True) else None
+    forensics = [atlas.hole_forensics(trace, a, h) for h in a.holes()] if params["forensics"] else None
     doc = a.to_dict()
     doc["forensics"] = forensics
     _json_out(outputs[0], doc)
@@ -242,9 +243,15 @@ def paper(inputs, outputs, params) -> None:
     from dtrlab.report import paper as latex
 
     main, bib, *generated = inputs
-    if len(generated) != len(latex.LAYOUT):
-        raise ValueError(f"paper: {len(generated)} generated files given, main.tex reads {len(latex.LAYOUT)}")
-    latex.build(main, bib, dict(zip(latex.LAYOUT, generated)), outputs[0], code_version=params["code"])
+    files = dict(zip(latex.LAYOUT, generated))
+    misplaced = [f"{dest} <- {path}" for (dest, src), path in zip(latex.LAYOUT.items(), generated)
+                 if not Path(path).as_posix().endswith("/" + src)]
+    if len(generated) != len(latex.LAYOUT) or misplaced:
+        raise ValueError(f"paper: the generated files must come in LAYOUT order ({len(generated)} given, "
+                         f"{len(latex.LAYOUT)} read; misplaced: {misplaced[:3]})")
+    # `git describe` may name a tag with characters TeX must not see.
+    code = re.sub(r"[^\w.+-]", "-", params["code"], flags=re.ASCII)[:100] or "unknown"
+    latex.build(main, bib, files, outputs[0], code_version=code)
 
 
 TASKS: dict[str, Callable] = {

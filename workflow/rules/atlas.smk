@@ -120,4 +120,4 @@ rule atlas_manifest:
     params:
         config_sha256=CONFIG_SHA256,
     shell:
-        "dtrlab manifest {input:q} --out {output:q} --config-sha256 {params.config_sha256} > {log:q} 2>&1"
+        "dtrlab manifest {input:q} --out {output:q} --config-sha256 {params.config_sha256:q} > {log:q} 2>&1"

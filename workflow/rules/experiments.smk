@@ -132,7 +132,7 @@ rule c5_ablation:
         spec=task_params(min_factor=EXP["ablation"]["min_factor"]),
         rule="c5_ablation",
     shell:
-        "dtrlab task c5_ablation --in {input.lstm:q} {input.resnet32} --out {output.summary:q} "
+        "dtrlab task c5_ablation --in {input.lstm:q} {input.resnet32:q} --out {output.summary:q} "
         "{output.parquet:q} {output.csv:q} --params {params.spec:q} --rule {params.rule:q} > {log:q} 2>&1"
 
 

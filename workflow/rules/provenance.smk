@@ -35,4 +35,4 @@ rule manifest:
         config_sha256=CONFIG_SHA256,
     shell:
         "dtrlab manifest {input.artifacts:q} --unhashed {input.notebooks:q} --out {output:q} "
-        "--config-sha256 {params.config_sha256} > {log:q} 2>&1"
+        "--config-sha256 {params.config_sha256:q} > {log:q} 2>&1"
