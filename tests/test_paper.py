@@ -73,6 +73,14 @@ def test_tables_escape_latex_and_mark_missing_values():
     assert r"a\_b \& c\%" in tex and "--" in tex and tex.count(r"\toprule") == 1
 
 
+def _empty_generated_files(results: Path) -> Path:
+    """Every file main.tex reads, empty (for builds that must fail before using them)."""
+    for src in paper.LAYOUT.values():
+        (results / src).parent.mkdir(parents=True, exist_ok=True)
+        (results / src).write_text("")
+    return results
+
+
 def test_a_commit_that_is_not_a_git_describe_string_is_refused(tmp_path):
     """The commit is written into TeX: nothing but a describe string gets there."""
     for bad in ("v1 }\\input{/etc/passwd}", "", "x" * 101, 7):
@@ -85,10 +93,7 @@ def test_a_commit_that_is_not_a_git_describe_string_is_refused(tmp_path):
 def test_latex_errors_name_the_line(tmp_path):
     main = tmp_path / "main.tex"
     main.write_text("\\documentclass{article}\n\\begin{document}\n\\UndefinedThing\n\\end{document}\n")
-    results = tmp_path / "results"
-    for src in paper.LAYOUT.values():
-        (results / src).parent.mkdir(parents=True, exist_ok=True)
-        (results / src).write_text("")
+    results = _empty_generated_files(tmp_path / "results")
     with pytest.raises(paper.PaperBuildError, match=r"main.tex:3"):
         paper.build(main, None, paper.layout_files(results), tmp_path / "out.pdf")
     assert not (tmp_path / "out.pdf").exists()
@@ -121,10 +126,7 @@ def test_a_float_taller_than_the_page_fails_the_build(tmp_path):
     main = tmp_path / "main.tex"
     main.write_text("\\documentclass{article}\n\\begin{document}\n\\begin{figure}\\rule{1pt}{2\\textheight}"
                     "\\caption{lost}\\end{figure}\n\\end{document}\n")
-    results = tmp_path / "results"
-    for src in paper.LAYOUT.values():
-        (results / src).parent.mkdir(parents=True, exist_ok=True)
-        (results / src).write_text("")
+    results = _empty_generated_files(tmp_path / "results")
     with pytest.raises(paper.PaperBuildError, match="does not fit on a page"):
         paper.build(main, None, paper.layout_files(results), tmp_path / "out.pdf")
     assert not (tmp_path / "out.pdf").exists()

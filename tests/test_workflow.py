@@ -445,10 +445,13 @@ def test_binder_and_the_dev_container_run_what_exists_here():
     assert fetch[1:] == ["fetch"]  # no --dest: the per-user cache load_trace reads
     # Binder's conda environment has what `import dtrlab` needs (--no-deps above).
     env = yaml.safe_load((REPO / ".binder" / "environment.yml").read_text())["dependencies"]
-    names = {re.split(r"[<>=]", d)[0] for d in env if isinstance(d, str)}
+    names = {re.split(r"[<>=]", d)[0] for d in env if isinstance(d, str)}  # conda specs ("python=3.11")
     import tomllib
+
+    from packaging.requirements import Requirement
+
     core = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
-    assert {re.split(r"[<>=]", d)[0] for d in core} <= names, names
+    assert {Requirement(d).name for d in core} <= names, names
 
 
 def test_hosted_ci_runs_what_the_local_ci_runs():
