@@ -63,7 +63,33 @@ pub const HEURISTIC_NAMES: &[(&str, Heuristic)] = {
     ]
 };
 
+/// What a cost term is made of, gathered by the runtime for one candidate:
+/// its own compute, the compute of its forward and reverse
+/// evicted-neighbourhood regions, and the summed values of its evicted
+/// neighbours' equivalence classes. A part the term does not use may be 0.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CostParts {
+    pub own: i128,
+    pub forward: i128,
+    pub reverse: i128,
+    pub classes: i128,
+}
+
 impl Cost {
+    /// The cost term from its parts: each heuristic's cost, assembled here.
+    /// (The victim scan bounds a candidate by bounding the parts: every term
+    /// is a sum of parts, so it rises with each part.)
+    #[inline]
+    pub fn term(&self, p: CostParts) -> i128 {
+        match self {
+            Cost::Neighbourhood => p.own + p.forward + p.reverse,
+            Cost::EqClass => p.own + p.classes,
+            Cost::Local => p.own,
+            Cost::Msps => p.own + p.reverse,
+            Cost::Unit => 1,
+        }
+    }
+
     /// The term's name in the ablation's tables.
     pub fn label(&self) -> &'static str {
         match self {
@@ -177,6 +203,17 @@ mod tests {
         assert_eq!(t("AbStale"), Terms { cost: "none", size: false, staleness: true, random: false });
         let random: Vec<&str> = HEURISTIC_NAMES.iter().filter(|(_, h)| h.terms().random).map(|(n, _)| *n).collect();
         assert_eq!(random, ["RandomStorage", "AbRandom"]);
+    }
+
+    #[test]
+    fn each_cost_term_sums_the_parts_it_names() {
+        let p = CostParts { own: 1, forward: 10, reverse: 100, classes: 1000 };
+        let term = |n: &str| match Heuristic::from_name(n).unwrap() {
+            Heuristic::Score { cost, .. } => cost.term(p),
+            h => panic!("{h:?} has no cost term"),
+        };
+        assert_eq!([term("DTR"), term("MSPS"), term("DTREqClass"), term("DTRLocal"), term("AbSize")],
+                   [111, 101, 1001, 1, 1]);
     }
 
     #[test]

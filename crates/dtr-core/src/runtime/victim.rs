@@ -2,7 +2,7 @@
 //! every region (bounds, early-stopping rebuilds), and the scores.
 
 use super::Replay;
-use crate::heuristic::{score, Candidate, Cost, Heuristic};
+use crate::heuristic::{score, Candidate, Cost, CostParts, Heuristic};
 use crate::regions::{Direction, GraphView};
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
@@ -114,7 +114,8 @@ impl Replay<'_> {
             let exact = fwd.is_some() && rev.is_some();
             let (fwd, rev) = (fwd.unwrap_or_else(|| self.lower_bound(s, Direction::Forward)),
                               rev.unwrap_or_else(|| self.lower_bound(s, Direction::Reverse)));
-            let v = self.candidate_score(size, stale, s, self.compute[si] as i128 + fwd as i128 + rev as i128);
+            let parts = CostParts { own: self.compute[si] as i128, forward: fwd as i128, reverse: rev as i128, classes: 0 };
+            let v = self.candidate_score(size, stale, s, cost.term(parts));
             cands.push(Cand { s, v, exact, fwd, rev });
             if exact {
                 best = best.min(v);
@@ -139,7 +140,8 @@ impl Replay<'_> {
             if bound > best {
                 break;
             }
-            // The largest cost term that still scores <= best (None: any).
+            // The largest cost term that still scores <= best (None: any);
+            // each region's share of it inverts the sum `Cost::term` makes.
             let limit = self.cost_limit(size, stale, s, best);
             let c = self.compute[s as usize] as i128;
             let mut fwd_exact = fwd as i128;
@@ -152,7 +154,8 @@ impl Replay<'_> {
             let Some(rev_exact) = self.exact_within(s, Direction::Reverse, limit.map(|k| k - c - fwd_exact)) else {
                 continue;
             };
-            let v = self.candidate_score(size, stale, s, c + fwd_exact + rev_exact as i128);
+            let parts = CostParts { own: c, forward: fwd_exact, reverse: rev_exact as i128, classes: 0 };
+            let v = self.candidate_score(size, stale, s, cost.term(parts));
             cands[i as usize] = Cand { s, v, exact: true, fwd: 0, rev: 0 };
             best = best.min(v);
             if v == 0.0 {
@@ -337,14 +340,10 @@ impl Replay<'_> {
             }
             Heuristic::Random => unreachable!("random choice has no score"),
             Heuristic::Score { cost, size, stale } => {
-                let c = self.compute[si] as i128;
-                let cost = match cost {
-                    Cost::Local => c,
-                    Cost::Unit => 1,
-                    Cost::EqClass => c + self.eq_neighbour_sum(s),
-                    Cost::Neighbourhood | Cost::Msps => unreachable!("region scores go through choose_bounded"),
-                };
-                self.candidate_score(size, stale, s, cost)
+                debug_assert!(!matches!(cost, Cost::Neighbourhood | Cost::Msps), "region scores go through choose_bounded");
+                let classes = if cost == Cost::EqClass { self.eq_neighbour_sum(s) } else { 0 };
+                let parts = CostParts { own: self.compute[si] as i128, classes, ..CostParts::default() };
+                self.candidate_score(size, stale, s, cost.term(parts))
             }
         }
     }
