@@ -8,7 +8,7 @@
 #   snakemake --report report.html         # captioned figures, after a run
 #
 # Rules live in workflow/rules/ (one file per topic); the work behind each rule
-# is a `dtrlab` command, tested in the package.
+# is the dtrlab.steps function named after it, tested in the package.
 
 from snakemake.utils import min_version
 

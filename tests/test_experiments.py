@@ -7,9 +7,8 @@ import json
 from pathlib import Path
 
 import pandas as pd
-import pytest
 
-from dtrlab import provenance, traces
+from dtrlab import provenance
 
 def load(run: Path, name: str):
     path = run / "results" / name
@@ -93,35 +92,3 @@ def test_atlas_target_outputs(run):
     assert tex.startswith("\\begin{tabular}") and "\\bottomrule" in tex
     assert (run / "results/atlas/atlas.png").read_bytes()[:4] == b"\x89PNG"
     assert provenance.verify(run / "results/atlas/MANIFEST.json", root=run) == []
-
-
-def test_every_task_parses_traces_as_the_baselines_do(tmp_path):
-    """config engine.start reaches every task that reads a trace, not only the
-    baselines: a trace without an ANNOTATE START marker is refused when it is
-    set, replayed when it is not."""
-    from dtrlab import exceptions, experiments
-
-    golden = Path(__file__).parent / "golden" / "synthetic" / "synth-000.log"
-    lines = [ln for ln in golden.read_text().splitlines(keepends=True) if '"START"' not in ln]
-    trace = tmp_path / "no-marker.log"
-    trace.write_text("".join(lines))
-    point = {"heuristic": "DTR", "ratio": 0.5, "cap": 60.0, "seed": 0}
-    params = {"points": [point], "engine": "native", "threads": 1, "start": False}
-    experiments.run("sweep", [str(trace)], [str(tmp_path / "a.parquet")], params, rule="sweep_chunk")
-    assert len(pd.read_parquet(tmp_path / "a.parquet")) == 1
-    with pytest.raises(exceptions.TraceError, match="no ANNOTATE START"):
-        experiments.run("sweep", [str(trace)], [str(tmp_path / "b.parquet")], {**params, "start": True},
-                        rule="sweep_chunk")
-    assert not (tmp_path / "b.parquet").exists()
-    # ... and so do the claims and the atlas that replay it.
-    run = {"heuristic": "DTR", "cap": 60.0, "engine": "native", "start": True}
-    steps = [("c2_reeviction", {**run, "fast": 0.5, "slow": 0.4}, 3),
-             ("c4_forensics", {**run, "ratios": [0.5]}, 3),
-             ("c6_determinism", {**run, "points": [[str(trace), 0.5]], "repeats": 2}, 3),
-             ("atlas_chunk", {**run, "lo": 0.4, "hi": 0.5, "chunk": 0, "chunks": 1, "max_runs": 2, "time_limit": None,
-                              "grid": 4, "max_total_runs": 2, "edge_runs": 0, "max_work": None, "resolve": True}, 1)]
-    for name, p, n_out in steps:
-        outs = [str(tmp_path / f"{name}-{i}") for i in range(n_out)]
-        with pytest.raises(exceptions.TraceError, match="no ANNOTATE START"):
-            experiments.run(name, [str(trace)], outs, p, rule=name)
-        assert not any(Path(o).exists() for o in outs), name

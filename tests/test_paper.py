@@ -16,7 +16,7 @@ import pytest
 from conftest import write_reduced_config
 from dtrlab import provenance, traces
 from dtrlab.report import macros, paper, tables
-from test_workflow import snakemake
+from test_workflow import rule_blocks, snakemake
 
 REPO = Path(__file__).resolve().parents[1]
 MAIN = (REPO / "paper/main.tex").read_text()
@@ -27,25 +27,19 @@ def body(tex: str) -> str:
     return paper.strip_comments(tex.split(r"\begin{document}")[1].split(r"\end{document}")[0])
 
 
-def rules_named(tex: str) -> dict[str, str]:
-    """Each referenced file → the rule named beside it: a `% rule: NAME`
-    comment for an \\input, a printed `\\madeby{NAME}` for a figure."""
-    out = {}
-    for line in tex.splitlines():
-        for kind, name in paper.references(line):
-            marker = r"\\madeby\{(\w+)\}" if kind == "includegraphics" else r"%\s*rule:\s*(\w+)"
-            m = re.search(marker, line)
-            assert m, f"no rule named beside {name} ({marker})"
-            out[name] = m.group(1)
-    return out
-
-
-def test_every_reference_is_a_generated_file_with_a_named_rule():
-    named = rules_named(MAIN)
-    assert set(named) == set(paper.LAYOUT), "main.tex and LAYOUT disagree"
-    defined = set(re.findall(r"^rule (\w+):", "\n".join(p.read_text() for p in (REPO / "workflow/rules").glob("*.smk")),
-                             re.M))
-    assert set(named.values()) <= defined
+def test_main_tex_reads_exactly_the_layout_and_every_figure_names_its_rule():
+    """LAYOUT is the paper's layout, written once: main.tex reads its files
+    and no other, every figure goes through \\figurefrom (which prints the
+    rule LAYOUT names), and each rule named exists."""
+    refs = paper.references(MAIN)
+    assert sorted(name for _, name in refs) == sorted(paper.LAYOUT), "main.tex and LAYOUT disagree"
+    assert {kind for kind, name in refs if name.startswith("figures/")} == {"figurefrom"}
+    # (That each rule makes its file: test_each_generated_file_is_produced_by_the_rule_layout_names.)
+    blocks = rule_blocks()
+    assert all(g.rule in blocks for g in paper.LAYOUT.values())
+    build = paper.build_info("v1")
+    assert build.count("dtrlab@rule@figures/") == sum(n.startswith("figures/") for n in paper.LAYOUT)
+    assert "\\csname dtrlab@rule@figures/atlas\\endcsname{\\detokenize{atlas_report}}" in build
 
 
 def test_prose_has_no_hand_typed_numbers():
@@ -75,9 +69,9 @@ def test_tables_escape_latex_and_mark_missing_values():
 
 def _empty_generated_files(results: Path) -> Path:
     """Every file main.tex reads, empty (for builds that must fail before using them)."""
-    for src in paper.LAYOUT.values():
-        (results / src).parent.mkdir(parents=True, exist_ok=True)
-        (results / src).write_text("")
+    for path in paper.layout_files(results).values():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("")
     return results
 
 
@@ -111,16 +105,6 @@ def test_the_paper_is_built_from_the_files_it_is_given(tmp_path):
                     tmp_path / "out.pdf")
 
 
-def test_the_paper_step_refuses_inputs_out_of_layout_order(tmp_path):
-    from dtrlab import experiments
-
-    files = [str(p) for p in paper.layout_files(tmp_path / "results").values()]
-    files[0], files[1] = files[1], files[0]
-    with pytest.raises(ValueError, match="LAYOUT order"):
-        experiments.paper([str(REPO / "paper/main.tex"), str(REPO / "paper/references.bib"), *files],
-                          [str(tmp_path / "main.pdf")], {"code": "v1"})
-
-
 def test_a_float_taller_than_the_page_fails_the_build(tmp_path):
     """Its caption would be printed off the page's foot, silently."""
     main = tmp_path / "main.tex"
@@ -141,12 +125,11 @@ def test_every_generated_macro_used_in_the_text_is_defined(run):
     assert used <= defined, f"undefined: {sorted(used - defined)}"
 
 
-def test_each_generated_file_is_produced_by_the_rule_named_beside_it(run):
+def test_each_generated_file_is_produced_by_the_rule_layout_names(run):
     manifest = json.loads((run / "results/MANIFEST.json").read_text())
     by_path = {a["path"]: a for a in manifest["artifacts"]}
-    for name, rule in rules_named(MAIN).items():
-        entry = by_path[f"results/{paper.LAYOUT[name]}"]
-        assert entry["rule"] == rule, name
+    for name, g in paper.LAYOUT.items():
+        assert by_path[f"results/{g.path}"]["rule"] == g.rule, name
     assert by_path["results/paper/main.pdf"]["rule"] == "paper"
     assert set(manifest["executed_notebooks"]) == {f"results/notebooks/{n}.{e}" for n in
                                                    ("lstm_regimes", "resnet_inversion", "ablation")
@@ -165,7 +148,7 @@ def test_pdf_carries_the_computed_numbers(run):
     # Each figure names the rule and the commit that made it.
     code = provenance.code_version(REPO)
     made = re.findall(r"made by rule (\w+) at commit (\S+)", text)
-    assert sorted(made) == sorted((rule, code) for name, rule in rules_named(MAIN).items() if name.startswith("figures/"))
+    assert sorted(made) == sorted((g.rule, code) for name, g in paper.LAYOUT.items() if name.startswith("figures/"))
 
 
 def test_executed_notebooks_hold_their_figures(run):

@@ -18,6 +18,7 @@ import yaml
 from conftest import write_reduced_config
 from dtrlab import config as dtrlab_config
 from dtrlab import provenance, traces
+from dtrlab.steps.manifests import make_manifest
 
 REPO = Path(__file__).resolve().parents[1]
 def small(work: Path) -> list[str]:
@@ -201,11 +202,8 @@ def test_traces_without_provenance_are_fetched_again_not_adopted(tmp_path, mirro
     assert p.returncode == 0, p.stderr
     assert provenance.unrecorded([*foreign.values(), work / "data/traces/logs.zip"]) == []
     # What the manifest rule does with them now succeeds.
-    out = subprocess.run([sys.executable, "-m", "dtrlab", "manifest", *(str(f.relative_to(work)) for f in
-                          foreign.values()), "--out", "m.json", "--config-sha256", "x"],
-                         cwd=work, capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    assert {a["rule"] for a in json.loads((work / "m.json").read_text())["artifacts"]} == {"fetch_traces"}
+    m = make_manifest(work / "m.json", "x", foreign.values(), root=work)
+    assert {a["rule"] for a in m["artifacts"]} == {"fetch_traces"}
 
 
 def test_a_result_no_rule_produced_is_refused_at_the_start(tmp_path, mirror):
@@ -484,10 +482,21 @@ def test_the_reference_manifest_is_a_run_of_the_shipped_configuration():
     assert Path("results/paper/main.pdf") in paths and len(paths) == len(set(paths)) > 100
 
 
-def test_every_task_is_told_how_traces_are_parsed(tmp_path, mirror):
-    """Every `dtrlab task` that reads a trace carries config engine.start."""
-    p = snakemake(tmp_path, "-n", "-p", "all", "--config", "engine={'start': true}", env={traces.MIRROR_ENV: mirror})
-    assert p.returncode == 0, p.stderr[-2000:]
-    calls = [line for line in p.stdout.splitlines()
-             if line.startswith("Shell command: dtrlab task ") and " data/traces/" in line]
-    assert len(calls) > 100 and all('"start":true' in c for c in calls), [c for c in calls if '"start":true' not in c][:2]
+def test_every_rule_that_reads_a_trace_is_told_how_to_parse_it():
+    """config engine.start and engine.name reach every step that reads a
+    trace (input ``trace``/``traces``), not only the baselines."""
+    blocks = rule_blocks()
+    inputs = {name: re.search(r"^    input:\n((?:        .*\n|            .*\n)*)", body + "\n", re.M)
+              for name, body in blocks.items()}
+    readers = {name: blocks[name] for name, m in inputs.items() if m and re.search(r"^        traces?=", m.group(1), re.M)}
+    assert {"baseline", "sweep_chunk", "c2_reeviction", "c4_forensics", "c6_determinism", "atlas_chunk",
+            "atlas_trace"} <= set(readers)
+    for name, body in readers.items():
+        assert "        start=START," in body and "        engine=ENGINE," in body, name
+
+
+def rule_blocks() -> dict[str, str]:
+    """Each rule of the workflow's files -> its text."""
+    text = "\n".join(p.read_text() for p in sorted((REPO / "workflow/rules").glob("*.smk")))
+    parts = re.split(r"^rule (\w+):\n", text, flags=re.M)
+    return {parts[i]: parts[i + 1].split("\n\n\n")[0] for i in range(1, len(parts), 2)}

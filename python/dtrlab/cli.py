@@ -12,10 +12,10 @@ import json
 import sys
 from collections import Counter
 
-from dtrlab import arguments, engine, provenance, tasks, traces
+from dtrlab import arguments, engine, provenance, traces
 from dtrlab.config import defaults
 from dtrlab.arguments import BadArgument, BadArgumentType
-from dtrlab.exceptions import ChecksumError, DownloadError, EngineError, ReferenceUnavailable, TraceError
+from dtrlab.exceptions import FAILURES, one_line
 
 #: Every option's default, from the configuration schema.
 _DEFAULTS = defaults()
@@ -60,11 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     base = sub.add_parser("baseline", help="infinite-budget figures: peak, compute, const, bottleneck")
     _add_trace_args(base)
-    base.add_argument("--out", help="write the JSON record to this file (with provenance)")
     base.add_argument("--engine", choices=("native", "simrd"), default=_DEFAULTS["engine"]["name"],
                       help="simrd: the reference simulator from DTRLAB_SIMRD")
     base.add_argument("--simrd", default=None, help="checkout of the reference (overrides DTRLAB_SIMRD)")
-    base.add_argument("--rule", default="baseline", help=argparse.SUPPRESS)
 
     fetch = sub.add_parser("fetch", help="download (or copy from a mirror), verify and extract the traces")
     fetch.add_argument("--dest", default=None, help=f"folder for the traces (default ${traces.DATA_ENV}, else the per-user cache)")
@@ -72,21 +70,6 @@ def build_parser() -> argparse.ArgumentParser:
     fetch.add_argument("--url", default=traces.ARTIFACT_URL,
                        help="where to download logs.zip (default: the pinned commit); its sha256 is pinned")
     fetch.add_argument("--retries", type=int, default=_DEFAULTS["artifact"]["retries"])
-    fetch.add_argument("--rule", default="fetch_traces", help=argparse.SUPPRESS)
-
-    tab = sub.add_parser("tabulate", help="JSON records -> one tidy table (Parquet + CSV)")
-    tab.add_argument("inputs", nargs="+")
-    tab.add_argument("--parquet", required=True)
-    tab.add_argument("--csv", required=True)
-    tab.add_argument("--sort-by", default="trace", help="comma-separated columns")
-    tab.add_argument("--rule", default="tabulate", help=argparse.SUPPRESS)
-
-    man = sub.add_parser("manifest", help="hash every artifact with its provenance")
-    man.add_argument("artifacts", nargs="+")
-    man.add_argument("--out", required=True)
-    man.add_argument("--config-sha256", required=True)
-    man.add_argument("--unhashed", nargs="*", default=[],
-                     help="files listed as provenance but not hashed (executed notebooks carry timestamps)")
 
     ref = sub.add_parser("fetch-simrd", help="download the reference simulator at the pinned commit")
     ref.add_argument("--dest", default="data/simrd", help="folder to unpack into (then DTRLAB_SIMRD=DEST)")
@@ -120,24 +103,12 @@ def build_parser() -> argparse.ArgumentParser:
                     help="let the limits stop the grid and bisections too, reporting the rest as unresolved")
     at.add_argument("--forensics", action="store_true", help="first differing eviction and retention per hole")
 
-    task = sub.add_parser("task", help="run one workflow task (see dtrlab.experiments.TASKS)")
-    task.add_argument("name", help="task name")
-    task.add_argument("--in", dest="inputs", nargs="*", default=[])
-    task.add_argument("--out", dest="outputs", nargs="+", required=True)
-    task.add_argument("--params", default="{}", help="JSON object of parameters")
-    task.add_argument("--rule", default=None, help=argparse.SUPPRESS)
-
     ver = sub.add_parser("verify", help="re-hash every artifact of a manifest; non-zero exit on any mismatch")
     ver.add_argument("manifest", nargs="?", default="results/MANIFEST.json")
     ver.add_argument("--root", default=None, help="workflow root (default: the manifest's grandparent)")
     ver.add_argument("--against", default=None, metavar="REFERENCE",
                      help="also compare every hash with a reference run's manifest (same configuration)")
     return parser
-
-
-def _one_line(e: BaseException) -> str:
-    text = " ".join(str(e).split()) or type(e).__name__
-    return text if len(text) <= 500 else text[:497] + "..."
 
 
 def _print_human(d: dict) -> None:
@@ -167,11 +138,6 @@ def cmd_simulate(args) -> int:
 
 
 def cmd_baseline(args) -> int:
-    if args.out:  # the workflow's step: a JSON record with provenance
-        out = tasks.write_baseline(args.trace, args.out, start=args.start, rule=args.rule, engine_name=args.engine)
-        if args.json:
-            print(json.dumps(out))
-        return 0
     trace = engine.load_trace(args.trace, start=args.start)
     _print_record(args, {"trace": trace.key, "start": trace.start,
                          **engine.baseline(trace, engine=args.engine).to_dict()})
@@ -179,9 +145,11 @@ def cmd_baseline(args) -> int:
 
 
 def cmd_fetch(args) -> int:
+    from dtrlab.steps.data import fetch
+
     arguments.integer("--retries", args.retries, 1)
     dest = args.dest or traces.default_data_dir()
-    tasks.fetch_traces(dest, args.mirror or traces.default_mirror(), args.url, args.retries, rule=args.rule)
+    fetch(dest, args.mirror or traces.default_mirror(), args.url, args.retries)
     print(f"traces verified in {dest}")
     return 0
 
@@ -260,40 +228,7 @@ def _against(manifest: str, reference: str) -> int:
     return 0
 
 
-# ----- workflow steps (what the rules call) -------------------------------------
-
-def cmd_task(args) -> int:
-    from dtrlab import experiments
-
-    if args.name not in experiments.TASKS:
-        raise BadArgument(f"unknown task {args.name!r}; tasks: {', '.join(experiments.TASKS)}")
-    try:
-        params = json.loads(args.params)
-    except json.JSONDecodeError as e:
-        raise BadArgument(f"--params is not JSON ({e})") from None
-    if not isinstance(params, dict):
-        raise BadArgument("--params must be a JSON object")
-    try:
-        experiments.run(args.name, args.inputs, args.outputs, params, rule=args.rule)
-    except (KeyError, IndexError) as e:
-        raise BadArgument(f"task {args.name}: missing parameter, input or output ({e})") from None
-    except (ValueError, TypeError, OSError) as e:
-        raise ValueError(f"task {args.name}: {_one_line(e)}") from None
-    return 0
-
-
-def cmd_tabulate(args) -> int:
-    tasks.tabulate(args.inputs, args.parquet, args.csv, sort_by=args.sort_by.split(","), rule=args.rule)
-    return 0
-
-
-def cmd_manifest(args) -> int:
-    m = tasks.make_manifest(args.out, args.config_sha256, args.artifacts, unhashed=args.unhashed)
-    print(f"{args.out}: {len(m['artifacts'])} artifacts hashed")
-    return 0
-
-
-#: Subcommand -> handler (user commands first, then the workflow's steps).
+#: Subcommand -> handler (the workflow's steps are not commands: see dtrlab.steps).
 COMMANDS = {
     "simulate": cmd_simulate,
     "baseline": cmd_baseline,
@@ -301,9 +236,6 @@ COMMANDS = {
     "fetch-simrd": cmd_fetch_simrd,
     "atlas": cmd_atlas,
     "verify": cmd_verify,
-    "task": cmd_task,
-    "tabulate": cmd_tabulate,
-    "manifest": cmd_manifest,
 }
 
 
@@ -319,10 +251,9 @@ def main(argv: list[str] | None = None) -> int:
         # Bad usage, like argparse's own errors.
         print(f"dtrlab: error: {e}", file=sys.stderr)
         return 2
-    except (TraceError, ChecksumError, DownloadError, ReferenceUnavailable, EngineError, OSError, ValueError,
-            TypeError) as e:
+    except FAILURES as e:
         # The command failed: one line, never a traceback.
-        print(f"dtrlab: error: {_one_line(e)}", file=sys.stderr)
+        print(f"dtrlab: error: {one_line(e)}", file=sys.stderr)
         return 1
 
 

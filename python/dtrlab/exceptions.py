@@ -19,4 +19,15 @@ class ReferenceUnavailable(RuntimeError):
     """The reference simulator (simrd) checkout was not found."""
 
 
+def one_line(e: BaseException) -> str:
+    """An error as one line of at most 500 characters (what the CLI and the
+    workflow's steps print instead of a traceback)."""
+    text = " ".join(str(e).split()) or type(e).__name__
+    return text if len(text) <= 500 else text[:497] + "..."
+
+
+#: What a command or step can fail with, reported as one line.
+FAILURES = (TraceError, ChecksumError, DownloadError, ReferenceUnavailable, EngineError, OSError, ValueError,
+            TypeError)
+
 __all__ = ["ChecksumError", "DownloadError", "EngineError", "ReferenceUnavailable", "TraceError"]

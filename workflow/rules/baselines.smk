@@ -1,5 +1,5 @@
 # Infinite-budget baselines (peak, compute, const, bottleneck): one job per
-# trace, then one table.
+# trace, then one table (steps in dtrlab.steps.baselines).
 
 
 rule baseline:
@@ -7,33 +7,28 @@ rule baseline:
         trace=trace_input,
         engine=engine_inputs,
     output:
-        f"{RESULTS}/baselines/{{trace}}.json",
+        record=f"{RESULTS}/baselines/{{trace}}.json",
     log:
         f"{RESULTS}/logs/baseline/{{trace}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/baseline/{{trace}}.tsv"
     params:
-        start=["--start"] if config["engine"]["start"] else [],
-        engine=engine_args(),
-        rule="baseline",
-    shell:
-        "dtrlab baseline {input.trace:q} {params.start:q} {params.engine:q} --out {output:q} "
-        "--rule {params.rule:q} > {log:q} 2>&1"
+        engine=ENGINE,
+        start=START,
+    script:
+        STEP
 
 
 rule baselines:
     input:
-        expand(rules.baseline.output, trace=TRACES),
+        records=expand(rules.baseline.output.record, trace=TRACES),
     output:
         parquet=f"{RESULTS}/baselines/baselines.parquet",
         csv=f"{RESULTS}/baselines/baselines.csv",
     log:
         f"{RESULTS}/logs/baselines.log",
-    params:
-        rule="baselines",
-    shell:
-        "dtrlab tabulate {input:q} --parquet {output.parquet:q} --csv {output.csv:q} "
-        "--rule {params.rule:q} > {log:q} 2>&1"
+    script:
+        STEP
 
 
 ARTIFACTS["baselines"] = [

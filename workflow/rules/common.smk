@@ -1,6 +1,5 @@
 # Configuration validated against the schema (defaults filled in), and the
 # paths every rule shares.
-import json
 import os
 
 from dtrlab import config as dtrlab_config
@@ -31,7 +30,7 @@ TRACES = config["traces"]
 # The environment wins over the config; else a sibling shared/ copy if present.
 MIRROR = os.environ.get(MIRROR_ENV) or config["artifact"]["mirror"] or default_mirror()
 if MIRROR:
-    # Handed to `dtrlab fetch` through its environment, not as a param: where
+    # Handed to the fetch step through its environment, not as a param: where
     # the (sha256-pinned) archive comes from must not make Snakemake redo work.
     os.environ[MIRROR_ENV] = MIRROR
 
@@ -39,25 +38,21 @@ if MIRROR:
 # The engine every experiment uses: ours, or the reference simulator from a
 # configured checkout (downloaded at the pinned commit when none is given).
 ENGINE = config["engine"]["name"]
+# How every step parses a trace: from its ANNOTATE START marker or not.
+START = config["engine"]["start"]
 SIMRD = os.environ.get(SIMRD_ENV) or config["simrd"]["path"]
 SIMRD_FETCHED = "data/simrd"
 
 
 if ENGINE == "simrd":
     # Jobs find the reference checkout through their environment, as
-    # `dtrlab fetch` finds the mirror (a machine path is no input of the study).
+    # the fetch step finds the mirror (a machine path is no input of the study).
     os.environ[SIMRD_ENV] = SIMRD or SIMRD_FETCHED
 
 
 def engine_inputs(wildcards):
     """The reference checkout, when it must be fetched first."""
     return [SIMRD_FETCHED] if ENGINE == "simrd" and not SIMRD else []
-
-
-def engine_args():
-    """Command-line options selecting the configured engine (a list, so that
-    `{params.x:q}` quotes each word)."""
-    return ["--engine", ENGINE]
 
 
 def trace_file(key):
@@ -133,13 +128,9 @@ def atlas_files(atlas):
     ]
 
 
-def task_params(**params):
-    """Parameters of a `dtrlab task` call, as shell-safe JSON."""
-    return json.dumps(
-        {**params, "engine": ENGINE, "start": config["engine"]["start"]},
-        sort_keys=True,
-        separators=(",", ":"),
-    )
+# Every step (dtrlab.steps, the function named after its rule) runs through
+# this script, which hands it the rule's named inputs, outputs and params.
+STEP = "../scripts/step.py"
 
 
 # Every hashed artifact, by topic; the manifest rule hashes them all.

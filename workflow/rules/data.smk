@@ -21,13 +21,10 @@ rule fetch_traces:
     log:
         f"{RESULTS}/logs/fetch_traces.log",
     params:
-        dest=lambda wildcards, output: os.path.dirname(output.archive),
         url=config["artifact"]["url"] or ARTIFACT_URL,
         retries=config["artifact"]["retries"],
-        rule="fetch_traces",
-    shell:
-        "dtrlab fetch --dest {params.dest:q} --url {params.url:q} "
-        "--retries {params.retries:q} --rule {params.rule:q} > {log:q} 2>&1"
+    script:
+        STEP
 
 
 rule fetch_simrd:

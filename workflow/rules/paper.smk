@@ -3,8 +3,11 @@
 #
 #   snakemake --cores 2 paper               # results/paper/main.pdf
 #   snakemake --cores 2 fig_lstm_regimes    # one figure, and only what it needs
-from dtrlab.experiments import PAPER_TABLES
-from dtrlab.report.paper import LAYOUT
+#
+# What main.tex reads, where, and which rule makes it: dtrlab.report.paper.LAYOUT
+# (the paper rule's inputs and paper_tables' outputs come from it). Steps:
+# dtrlab.steps.paper.
+from dtrlab.report.paper import LAYOUT, made_by
 
 
 rule nb_lstm_regimes:
@@ -121,68 +124,61 @@ rule fig_atlas:
 
 rule paper_tables:
     input:
-        rules.baselines.output.parquet,
-        rules.c1_regimes.output.parquet,
-        rules.c2_reeviction.output.summary,
-        rules.c4_forensics.output.summary,
-        rules.c5_ablation.output.parquet,
-        rules.claims_check.output.parquet,
-        ATLAS_FILES,
+        baselines=rules.baselines.output.parquet,
+        c1_table=rules.c1_regimes.output.parquet,
+        c2=rules.c2_reeviction.output.summary,
+        c4=rules.c4_forensics.output.summary,
+        c5_table=rules.c5_ablation.output.parquet,
+        claims_check=rules.claims_check.output.parquet,
+        atlases=ATLAS_FILES,
     output:
-        [f"{RESULTS}/tables/{name}.tex" for name in PAPER_TABLES],
+        **{name: f"{RESULTS}/{path}" for name, path in made_by("paper_tables").items()},
     log:
         f"{RESULTS}/logs/paper/tables.log",
     params:
-        spec=task_params(lstm_points=EXP["lstm_regimes"]["points"]),
-        rule="paper_tables",
-    shell:
-        "dtrlab task paper_tables --in {input:q} --out {output:q} --params {params.spec:q} "
-        "--rule {params.rule:q} > {log:q} 2>&1"
+        lstm_points=EXP["lstm_regimes"]["points"],
+    script:
+        STEP
 
 
 rule paper_macros:
     input:
-        rules.c1_regimes.output.summary,
-        rules.c1_regimes.output.parquet,
-        rules.c2_reeviction.output.summary,
-        rules.c3_inversions.output.summary,
-        f"{RESULTS}/sweeps/resnet32_dtr.parquet",
-        rules.c4_forensics.output.summary,
-        rules.c5_ablation.output.summary,
-        rules.c5_ablation.output.parquet,
-        rules.c6_determinism.output.summary,
-        rules.claims_check.output.parquet,
-        expand(rules.baseline.output, trace=TRACES),
-        ATLAS_FILES,
+        # Named as dtrlab.report.macros.collect reads them.
+        c1=rules.c1_regimes.output.summary,
+        c1_table=rules.c1_regimes.output.parquet,
+        c2=rules.c2_reeviction.output.summary,
+        c3=rules.c3_inversions.output.summary,
+        resnet_sweep=f"{RESULTS}/sweeps/resnet32_dtr.parquet",
+        c4=rules.c4_forensics.output.summary,
+        c5=rules.c5_ablation.output.summary,
+        c5_table=rules.c5_ablation.output.parquet,
+        c6=rules.c6_determinism.output.summary,
+        claims_check_table=rules.claims_check.output.parquet,
+        baseline_records=expand(rules.baseline.output.record, trace=TRACES),
+        atlases=ATLAS_FILES,
     output:
-        f"{RESULTS}/paper/macros.tex",
+        macros=f"{RESULTS}/{LAYOUT['macros.tex'].path}",
     log:
         f"{RESULTS}/logs/paper/macros.log",
-    params:
-        spec=task_params(baselines=len(TRACES)),
-        rule="paper_macros",
-    shell:
-        "dtrlab task paper_macros --in {input:q} --out {output:q} --params {params.spec:q} "
-        "--rule {params.rule:q} > {log:q} 2>&1"
+    script:
+        STEP
 
 
 rule paper:
     input:
         main=workflow.source_path("../../paper/main.tex"),
         bib=workflow.source_path("../../paper/references.bib"),
-        generated=[f"{RESULTS}/{path}" for path in LAYOUT.values()],
+        generated=[f"{RESULTS}/{g.path}" for g in LAYOUT.values()],
     output:
-        f"{RESULTS}/paper/main.pdf",
+        pdf=f"{RESULTS}/paper/main.pdf",
     log:
         f"{RESULTS}/logs/paper/latexmk.log",
     params:
         # The PDF names the commit its figures were made at: a new commit
         # rebuilds it (the figures themselves, data, stay as they are).
-        spec=task_params(code=code_version(workflow.basedir)),
-        rule="paper",
-    shell:
-        "dtrlab task paper --in {input.main:q} {input.bib:q} {input.generated:q} --out {output:q} "
-        "--params {params.spec:q} --rule {params.rule:q} > {log:q} 2>&1"
+        code=code_version(workflow.basedir),
+    script:
+        STEP
 
 
 # Hashed: figures, tables, macros and the PDF. The executed notebooks carry

@@ -28,11 +28,10 @@ rule manifest:
         traces_provenance=rules.fetch_traces.output.provenance,
         notebooks=EXECUTED_NOTEBOOKS,
     output:
-        f"{RESULTS}/MANIFEST.json",
+        manifest=f"{RESULTS}/MANIFEST.json",
     log:
         f"{RESULTS}/logs/manifest.log",
     params:
         config_sha256=CONFIG_SHA256,
-    shell:
-        "dtrlab manifest {input.artifacts:q} --unhashed {input.notebooks:q} --out {output:q} "
-        "--config-sha256 {params.config_sha256:q} > {log:q} 2>&1"
+    script:
+        STEP

@@ -10,36 +10,50 @@ import re
 import shutil
 import subprocess
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
 from dtrlab.atomic import atomic_open
 
-#: Where each generated file sits beside main.tex (key, as \input or
-#: \includegraphics names it) and where the workflow writes it (value,
-#: relative to the results folder).
-LAYOUT: dict[str, str] = {
-    "macros.tex": "paper/macros.tex",
-    "figures/lstm_regimes.pdf": "figures/lstm_regimes.pdf",
-    "figures/eviction_distributions.pdf": "figures/eviction_distributions.pdf",
-    "figures/resnet_inversion.pdf": "figures/resnet_inversion.pdf",
-    "figures/pinned_frontier.pdf": "figures/pinned_frontier.pdf",
-    "figures/ablation_heatmap.pdf": "figures/ablation_heatmap.pdf",
-    "figures/atlas.pdf": "atlas/atlas.pdf",
-    "tables/baselines.tex": "tables/baselines.tex",
-    "tables/lstm_points.tex": "tables/lstm_points.tex",
-    "tables/reeviction.tex": "tables/reeviction.tex",
-    "tables/forensics.tex": "tables/forensics.tex",
-    "tables/ablation.tex": "tables/ablation.tex",
-    "tables/claims_check.tex": "tables/claims_check.tex",
-    "tables/atlas_summary.tex": "tables/atlas_summary.tex",
-    "tables/holes.tex": "atlas/holes.tex",
+@dataclass(frozen=True)
+class Generated:
+    """A file main.tex reads: where the workflow writes it (relative to the
+    results folder) and the rule that makes it."""
+
+    path: str
+    rule: str
+
+
+#: The paper's layout, written once: each generated file by its name beside
+#: main.tex (as ``\input`` or ``\figurefrom`` names it). The paper rule's
+#: inputs, the ``paper_tables`` rule's outputs, the rule printed under each
+#: figure and the tests' checks of main.tex are all derived from it.
+LAYOUT: dict[str, Generated] = {
+    "macros.tex": Generated("paper/macros.tex", "paper_macros"),
+    "figures/lstm_regimes.pdf": Generated("figures/lstm_regimes.pdf", "nb_lstm_regimes"),
+    "figures/eviction_distributions.pdf": Generated("figures/eviction_distributions.pdf", "nb_lstm_regimes"),
+    "figures/resnet_inversion.pdf": Generated("figures/resnet_inversion.pdf", "nb_resnet_inversion"),
+    "figures/pinned_frontier.pdf": Generated("figures/pinned_frontier.pdf", "nb_resnet_inversion"),
+    "figures/ablation_heatmap.pdf": Generated("figures/ablation_heatmap.pdf", "nb_ablation"),
+    "figures/atlas.pdf": Generated("atlas/atlas.pdf", "atlas_report"),
+    **{f"tables/{name}.tex": Generated(f"tables/{name}.tex", "paper_tables")
+       for name in ("baselines", "lstm_points", "reeviction", "forensics", "ablation", "claims_check",
+                    "atlas_summary")},
+    "tables/holes.tex": Generated("atlas/holes.tex", "atlas_report"),
 }
+
+
+def made_by(rule: str) -> dict[str, str]:
+    """The files of :data:`LAYOUT` that ``rule`` makes: their stem (e.g. a
+    table's name) -> path in the results folder."""
+    return {Path(dest).stem: g.path for dest, g in LAYOUT.items() if g.rule == rule}
+
 
 #: Fixed dates for pdfTeX (\today, /CreationDate): the PDF depends on its sources only.
 TEX_ENV = {"SOURCE_DATE_EPOCH": "0", "FORCE_SOURCE_DATE": "1", "TZ": "UTC"}
 
-_REFERENCE = re.compile(r"\\(input|includegraphics)(?:\[[^\]]*\])?\{([^}]+)\}")
+_REFERENCE = re.compile(r"\\(input|includegraphics|figurefrom)(?:\[[^\]]*\])?\{([^}]+)\}")
 
 
 class PaperBuildError(RuntimeError):
@@ -52,10 +66,11 @@ def strip_comments(tex: str) -> str:
 
 
 def references(tex: str) -> list[tuple[str, str]]:
-    """Every ``\\input``/``\\includegraphics`` target of ``tex`` (comments ignored)."""
+    """Every ``\\input``/``\\includegraphics``/``\\figurefrom`` target of ``tex``
+    (comments ignored; a macro's parameter, ``#2``, is not a file)."""
     body = strip_comments(tex)
     return [(kind, name if "." in Path(name).name else name + (".tex" if kind == "input" else ".pdf"))
-            for kind, name in _REFERENCE.findall(body)]
+            for kind, name in _REFERENCE.findall(body) if not name.startswith("#")]
 
 
 def _errors(log: str) -> str:
@@ -67,15 +82,24 @@ def _errors(log: str) -> str:
     return "\n".join(out) or "\n".join(lines[-20:])
 
 
-#: What main.tex reads (if present) for ``\CodeVersion``, the commit its
-#: figures' notes name (``\madeby{rule}``).
+#: What main.tex reads (if present): ``\CodeVersion``, the commit its
+#: figures' notes name, and the rule that made each figure (from LAYOUT).
 BUILD_INFO = "dtrlab-build.tex"
 _CODE_VERSION = re.compile(r"[\w.+-]{1,100}", re.ASCII)
 
 
 def layout_files(results: str | os.PathLike) -> dict[str, Path]:
     """Each generated file main.tex reads, where the workflow writes it."""
-    return {dest: Path(results) / src for dest, src in LAYOUT.items()}
+    return {dest: Path(results) / g.path for dest, g in LAYOUT.items()}
+
+
+def build_info(code_version: str) -> str:
+    """``\\CodeVersion`` and, per figure, the rule that made it (read by
+    main.tex's ``\\figurefrom``)."""
+    lines = [f"\\newcommand{{\\CodeVersion}}{{\\detokenize{{{code_version}}}}}"]
+    lines += [f"\\expandafter\\def\\csname dtrlab@rule@{dest.removesuffix('.pdf')}\\endcsname"
+              f"{{\\detokenize{{{g.rule}}}}}" for dest, g in LAYOUT.items() if dest.startswith("figures/")]
+    return "\n".join(lines) + "\n"
 
 
 def build(main_tex: str | os.PathLike, bib: str | os.PathLike | None, generated: Mapping[str, str | os.PathLike],
@@ -97,7 +121,7 @@ def build(main_tex: str | os.PathLike, bib: str | os.PathLike | None, generated:
         shutil.copyfile(main_tex, build_dir / "main.tex")
         if bib is not None:
             shutil.copyfile(bib, build_dir / "references.bib")
-        (build_dir / BUILD_INFO).write_text(f"\\newcommand{{\\CodeVersion}}{{\\detokenize{{{code_version}}}}}\n")
+        (build_dir / BUILD_INFO).write_text(build_info(code_version))
         for dest, src in generated.items():
             (build_dir / dest).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src, build_dir / dest)
