@@ -102,6 +102,9 @@ def test_the_schema_is_the_only_source_of_defaults():
     assert d == dtrlab_config.validate({}, dtrlab_config.schema())
     assert (engine.DEFAULT_CAP, engine.DEFAULT_HEURISTIC) == (d["engine"]["cap"], d["engine"]["heuristic"])
     assert atlas.LIMITS == d["atlas"]
+    assert traces.DEFAULT_RETRIES == d["artifact"]["retries"]
+    for fn in (traces.fetch_archive, reference.fetch):
+        assert inspect.signature(fn).parameters["retries"].default is None  # meaning DEFAULT_RETRIES
     for fn in (engine.simulate, reference.simulate):
         params = inspect.signature(fn).parameters
         assert (params["cap"].default, params["heuristic"].default) == (d["engine"]["cap"], d["engine"]["heuristic"])

@@ -346,7 +346,7 @@ def package_digest(files: list[tuple[str, bytes]]) -> str:
     return h.hexdigest()
 
 
-def fetch(dest: str | os.PathLike, url: str = ARCHIVE_URL, retries: int = 3,
+def fetch(dest: str | os.PathLike, url: str = ARCHIVE_URL, retries: int | None = None,
           package_sha256: str = SIMRD_PACKAGE_SHA256) -> Path:
     """Download the reference at the pinned commit and unpack its ``simrd``
     package into ``dest`` (usable as ``DTRLAB_SIMRD``), once its content
@@ -356,10 +356,10 @@ def fetch(dest: str | os.PathLike, url: str = ARCHIVE_URL, retries: int = 3,
     import tarfile
 
     from dtrlab.atomic import write_bytes
-    from dtrlab.traces import _read_source
+    from dtrlab.traces import DEFAULT_RETRIES, _read_source
 
     dest = Path(dest)
-    data = _read_source(url, retries, timeout=120, limit=ARCHIVE_LIMIT)
+    data = _read_source(url, DEFAULT_RETRIES if retries is None else retries, timeout=120, limit=ARCHIVE_LIMIT)
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
         commit = tar.pax_headers.get("comment", "")
         if commit and commit != SIMRD_COMMIT:

@@ -18,6 +18,7 @@ import zlib
 from pathlib import Path
 
 from dtrlab.atomic import write_bytes
+from dtrlab.config import defaults
 from dtrlab.exceptions import ChecksumError, DownloadError
 
 ARTIFACT_COMMIT = "eff53cc4804cc7d6246a6e5086861ce2b846f62b"
@@ -139,12 +140,16 @@ def _read_source(source: str, retries: int, timeout: float, limit: int) -> bytes
     raise DownloadError(f"could not download {source} after {retries} attempts: {last}")
 
 
+#: Attempts per download source (the schema's artifact.retries).
+DEFAULT_RETRIES: int = defaults()["artifact"]["retries"]
+
+
 def fetch_archive(
     dest: str | os.PathLike,
     mirror: str | None = None,
     url: str = ARTIFACT_URL,
     sha256: str = ARTIFACT_SHA256,
-    retries: int = 3,
+    retries: int | None = None,
     timeout: float = 60.0,
 ) -> Path:
     """Obtain logs.zip (mirror first, then the URL), verify, write atomically.
@@ -152,6 +157,7 @@ def fetch_archive(
     A checksum mismatch raises :class:`ChecksumError` and writes nothing.
     """
     dest = Path(dest)
+    retries = DEFAULT_RETRIES if retries is None else retries
     sources = [s for s in (mirror, url) if s]
     errors = []
     for source in sources:
