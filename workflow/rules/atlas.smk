@@ -75,7 +75,8 @@ rule atlas_report:
             f"{RESULTS}/{{atlas}}/atlas.png",
             caption="../report/atlas.rst",
             category="Figures",
-            labels={"figure": "atlas"},
+            # "atlas" or "atlas-preview": one label each in the report.
+            labels={"figure": "{atlas}"},
         ),
         holes=f"{RESULTS}/{{atlas}}/holes.csv",
         tex=f"{RESULTS}/{{atlas}}/holes.tex",
