@@ -47,7 +47,7 @@ else:
     from dtrlab import reference
     base = reference.baseline(path)  # once, as the native engine does
     for r in ratios:
-        statuses.append(reference.simulate(path, ratio=r, baseline_figures=base)["status"])
+        statuses.append(reference.simulate(path, ratio=r, baseline_figures=base).status)
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 print(json.dumps({"seconds": time.perf_counter() - t0, "statuses": statuses, "peak_rss_mb": round(rss / 1024, 1)}))
 """

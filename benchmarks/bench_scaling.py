@@ -66,8 +66,8 @@ else:
     for run in runs:
         t0 = time.perf_counter()
         r = reference.simulate(path, baseline_figures=base, **run)
-        out["runs"].append({"seconds": time.perf_counter() - t0, "status": r["status"],
-                            "evictions": r["evictions"]})
+        out["runs"].append({"seconds": time.perf_counter() - t0, "status": r.status,
+                            "evictions": r.evictions})
 out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps(out))
 """

@@ -7,7 +7,7 @@
 
 Results use the golden records' field names (``SimResult.to_dict()``).
 ``engine="simrd"`` replays with the reference simulator instead (see
-:mod:`dtrlab.reference`), returning the same schema.
+:mod:`dtrlab.reference`), returning the same class.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Iterable
 
 from dtrlab import _engine, arguments
 from dtrlab.config import defaults
@@ -26,6 +26,12 @@ from dtrlab.traces import TRACE_FILES, resolve_trace
 TRACE_KEY_OF_FILE = {f: k for k, f in TRACE_FILES.items()}
 
 ENGINE_VERSION: str = _engine.ENGINE_VERSION
+
+
+def trace_key(path: str | os.PathLike) -> str:
+    """The trace key (``lstm``, ...) of a public trace file, else the file's stem."""
+    p = Path(path)
+    return TRACE_KEY_OF_FILE.get(p.name, p.stem)
 
 
 @dataclass(frozen=True)
@@ -75,7 +81,7 @@ class Trace:
     @property
     def key(self) -> str:
         """The trace key (``lstm``, ...) for a public trace, else the file stem."""
-        return TRACE_KEY_OF_FILE.get(self.path.name, self.path.stem)
+        return trace_key(self.path)
 
     @property
     def n_ops(self) -> int:
@@ -148,38 +154,16 @@ def baseline(trace: Trace | str | os.PathLike, engine: str = "native") -> Baseli
     return Baseline(**t._native.baseline())
 
 
-@dataclass(frozen=True)
-class SimResult:
-    """One replay. ``status`` is ``ok``, ``oom`` or ``thrashed``."""
+class SimResult(_engine.RunResult):
+    """One replay. ``status`` is ``ok``, ``oom`` or ``thrashed``.
 
-    trace: str
-    heuristic: str
-    ratio: float | None
-    cap: float | None
-    start: bool
-    seed: int
-    engine: str
-    status: str
-    budget: int | None
-    clock: int
-    model_compute: int
-    remat_compute: int
-    overhead: float | None
-    overhead_clock: float | None
-    max_memory: int
-    evictions: int
-    distinct_evicted: int
-    evictions_per_storage: float
-    heuristic_eval_count: int
-    peak_pinned: int
-    depth_at_peak_pinned: int
-    max_nesting_depth: int
-    model_ops: int
-    fail: dict | None
-    identical_budget_interval: tuple[int | None, int | None] | None
-    # Beside the record, not in it (to_dict adds evicted_ids on request).
-    evicted_ids: tuple[tuple[int, int], ...] = field(repr=False, metadata={"record": False})
-    events_columns: dict[str, list] | None = field(default=None, repr=False, metadata={"record": False})
+    Its fields, constructor, equality and ``to_dict()`` are the binding's
+    (:class:`dtrlab._engine.RunResult`, declared once there; typed in
+    ``_engine.pyi``): both engines build this class. Here: what needs Python.
+    """
+
+    __slots__ = ()  # no instance dict: the fields stay immutable
+    __match_args__ = _engine.RunResult.FIELDS  # positional patterns, as a dataclass's
 
     @property
     def ok(self) -> bool:
@@ -215,24 +199,6 @@ class SimResult:
             return None
         return [(m, s) for k, m, s in zip(ev["kind"], ev["model_op"], ev["storage_id"]) if k != "remat"]
 
-    def to_dict(self, evicted_ids: bool = False) -> dict[str, Any]:
-        """The golden record's fields (plus the run's inputs)."""
-        d: dict[str, Any] = {
-            "trace": self.trace,
-            "heuristic": self.heuristic,
-            "ratio": self.ratio,
-            "cap": self.cap,
-            "start": self.start,
-        }
-        for k in RESULT_FIELDS:
-            v = getattr(self, k)
-            d[k] = list(v) if isinstance(v, tuple) else v
-        if self.heuristic in RANDOM_HEURISTICS:
-            d["seed"] = self.seed
-        if evicted_ids:
-            d["evicted_ids"] = [list(x) for x in self.evicted_ids]
-        return d
-
     def digest(self) -> str:
         """sha256 of the canonical JSON of every decision-relevant figure."""
         blob = json.dumps(self.to_dict(evicted_ids=True), sort_keys=True, separators=(",", ":"))
@@ -240,10 +206,9 @@ class SimResult:
 
 
 #: What a run was (set by the caller), then what it did: the golden record's
-#: fields in their order, which is the dataclass's (written once, above).
-RUN_FIELDS = ("trace", "heuristic", "ratio", "cap", "start", "seed", "engine")
-RESULT_FIELDS = tuple(f.name for f in fields(SimResult)
-                      if f.name not in RUN_FIELDS and f.metadata.get("record", True))
+#: fields in their order. Both are the binding's (``_engine.RunResult``).
+RUN_FIELDS: tuple[str, ...] = _engine.RunResult.RUN_FIELDS
+RESULT_FIELDS: tuple[str, ...] = _engine.RunResult.RECORD_FIELDS
 
 
 def simulate(
@@ -295,7 +260,10 @@ def simulate(
     arguments.choice("engine", engine, ("native", "simrd"))
     t = _as_trace(trace, start=start)
     if engine == "native":
-        raw = t._native.simulate(
+        return t._native.simulate(
+            SimResult,
+            key=t.key,
+            start=t.start,
             budget=budget,
             ratio=ratio,
             heuristic=heuristic,
@@ -307,17 +275,11 @@ def simulate(
             eager_regions=eager_regions,
             memory_limit=memory_limit,
         )
-    elif engine == "simrd":
+    if engine == "simrd":
         from dtrlab import reference
 
-        raw = reference.simulate(
+        return reference.simulate(
             t.path, start=t.start, budget=budget, ratio=ratio, heuristic=heuristic, cap=cap, seed=seed,
             retain=tuple(retain), events=events,
         )
-    else:
-        raise ValueError(f"unknown engine {engine!r} (native or simrd)")
-    values = {k: raw[k] for k in RESULT_FIELDS}
-    interval = values["identical_budget_interval"]
-    values["identical_budget_interval"] = None if interval is None else tuple(interval)
-    return SimResult(trace=t.key, heuristic=heuristic, ratio=ratio, cap=cap, start=t.start, seed=seed, engine=engine,
-                     **values, evicted_ids=tuple(tuple(x) for x in raw["evicted_ids"]), events_columns=raw["events"])
+    raise ValueError(f"unknown engine {engine!r} (native or simrd)")

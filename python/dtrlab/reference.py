@@ -13,7 +13,7 @@ and observe it with decision-neutral bookkeeping only:
 * the evictable pool is a list that keeps its byte total;
 * wrappers count materialization depth, evictions and rematerializations.
 
-The result has the same schema as the native engine's.
+The result is the native engine's class (:class:`dtrlab.engine.SimResult`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from dtrlab import _engine
+from dtrlab import _engine, engine
 from dtrlab.config import defaults
 from dtrlab.exceptions import ReferenceUnavailable
 from dtrlab.traces import ARTIFACT_COMMIT
@@ -398,8 +398,8 @@ def simulate(
     events: bool = False,
     simrd_path=None,
     baseline_figures: dict[str, int] | None = None,
-) -> dict[str, Any]:
-    """One reference replay, as a dict in the native engine's schema.
+) -> engine.SimResult:
+    """One reference replay, as the native engine's result class.
 
     ``RandomStorage`` draws from Python's ``random`` seeded with ``seed``, so
     its runs are reproducible but differ from the native engine's stream.
@@ -418,25 +418,32 @@ def simulate(
     model, remat = s["model_compute"], s["remat_compute"]
     ok = status == "ok" and model > 0  # overhead is undefined without model compute
     distinct = len(obs.evictions)
-    return {
-        "status": status,
-        "budget": budget,
-        "clock": rt.clock,
-        "model_compute": model,
-        "remat_compute": remat,
-        "overhead": (model + remat) / model if ok else None,
-        "overhead_clock": rt.clock / model if ok else None,
-        "max_memory": s["max_memory"],
-        "evictions": obs.n_evictions,
-        "distinct_evicted": distinct,
-        "evictions_per_storage": obs.n_evictions / distinct if distinct else 0.0,
-        "heuristic_eval_count": s["heuristic_eval_count"],
-        "peak_pinned": obs.peak_pinned,
-        "depth_at_peak_pinned": obs.depth_at_peak,
-        "max_nesting_depth": obs.max_depth,
-        "model_ops": obs.model_ops,
-        "fail": fail,
-        "identical_budget_interval": [obs.fit_max, None if obs.nofit_min is None else obs.nofit_min - 1],
-        "evicted_ids": sorted(obs.evictions.items()),
-        "events": obs.events,
-    }
+    return engine.SimResult(
+        trace=engine.trace_key(path),
+        heuristic=heuristic,
+        ratio=ratio,
+        cap=cap,
+        start=start,
+        seed=seed,
+        engine="simrd",
+        status=status,
+        budget=budget,
+        clock=rt.clock,
+        model_compute=model,
+        remat_compute=remat,
+        overhead=(model + remat) / model if ok else None,
+        overhead_clock=rt.clock / model if ok else None,
+        max_memory=s["max_memory"],
+        evictions=obs.n_evictions,
+        distinct_evicted=distinct,
+        evictions_per_storage=obs.n_evictions / distinct if distinct else 0.0,
+        heuristic_eval_count=s["heuristic_eval_count"],
+        peak_pinned=obs.peak_pinned,
+        depth_at_peak_pinned=obs.depth_at_peak,
+        max_nesting_depth=obs.max_depth,
+        model_ops=obs.model_ops,
+        fail=fail,
+        identical_budget_interval=(obs.fit_max, None if obs.nofit_min is None else obs.nofit_min - 1),
+        evicted_ids=tuple(sorted(obs.evictions.items())),
+        events_columns=obs.events,
+    )

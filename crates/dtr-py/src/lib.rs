@@ -8,11 +8,14 @@ use dtr_core as core;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+use pyo3::types::{PyBytes, PyDict, PyString, PyType};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
+
+mod result;
+use result::RunResult;
 
 /// The system allocator, counting the bytes this extension holds, so a
 /// replay can stop at a memory limit instead of having an allocation refused
@@ -234,14 +237,18 @@ impl Trace {
     }
 
     /// Replay under a byte budget (or a ratio of the baseline peak) and return
-    /// a dict with the golden record's field names.
+    /// the result as an instance of `result_type` (`RunResult` or a subclass),
+    /// labelled with the caller's trace `key` and `start`.
     /// The heuristic and the cap have no defaults here: they are the
     /// configuration's (`dtrlab.engine.DEFAULT_HEURISTIC`, `DEFAULT_CAP`).
-    #[pyo3(signature = (*, heuristic, cap, budget=None, ratio=None, seed=0, retain=Vec::new(), events=false, self_check=false, eager_regions=false, memory_limit=None))]
+    #[pyo3(signature = (result_type, *, key, start, heuristic, cap, budget=None, ratio=None, seed=0, retain=Vec::new(), events=false, self_check=false, eager_regions=false, memory_limit=None))]
     #[allow(clippy::too_many_arguments)]
     fn simulate<'py>(
         &self,
         py: Python<'py>,
+        result_type: &Bound<'py, PyType>,
+        key: String,
+        start: bool,
         heuristic: &str,
         cap: Option<f64>,
         budget: Option<u64>,
@@ -252,7 +259,7 @@ impl Trace {
         self_check: bool,
         eager_regions: bool,
         memory_limit: Option<u64>,
-    ) -> PyResult<Bound<'py, PyDict>> {
+    ) -> PyResult<Bound<'py, PyAny>> {
         let h = core::Heuristic::from_name(heuristic).ok_or_else(|| {
             let names: Vec<&str> = core::HEURISTIC_NAMES.iter().map(|(n, _)| *n).collect();
             PyValueError::new_err(format!("unknown heuristic {heuristic:?}; choose one of {}", names.join(", ")))
@@ -277,71 +284,9 @@ impl Trace {
         };
         let t = self.inner.clone();
         let r = guarded(py, move || core::simulate(&t, &cfg))?;
-        result_dict(py, &r, &self.inner)
+        let run = result::Inputs { trace: key, heuristic: heuristic.into(), ratio, cap, start, seed };
+        RunResult::native(py, run, &r, &self.inner)?.into_instance(result_type)
     }
-}
-
-fn result_dict<'py>(py: Python<'py>, r: &core::RunResult, trace: &core::Trace) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("status", r.status.name())?;
-    d.set_item("budget", r.budget)?;
-    d.set_item("clock", r.clock)?;
-    d.set_item("model_compute", r.model_compute)?;
-    d.set_item("remat_compute", r.remat_compute)?;
-    d.set_item("overhead", r.overhead())?;
-    d.set_item("overhead_clock", r.overhead_clock())?;
-    d.set_item("max_memory", r.max_memory)?;
-    d.set_item("evictions", r.evictions)?;
-    d.set_item("distinct_evicted", r.distinct_evicted())?;
-    d.set_item("evictions_per_storage", r.evictions_per_storage())?;
-    d.set_item("heuristic_eval_count", r.heuristic_eval_count)?;
-    d.set_item("peak_pinned", r.peak_pinned)?;
-    d.set_item("depth_at_peak_pinned", r.depth_at_peak_pinned)?;
-    d.set_item("max_nesting_depth", r.max_nesting_depth)?;
-    d.set_item("model_ops", r.model_ops)?;
-    match &r.fail {
-        None => d.set_item("fail", py.None())?,
-        Some(f) => {
-            let fd = PyDict::new(py);
-            fd.set_item("pinned", f.pinned)?;
-            fd.set_item("request", f.request)?;
-            fd.set_item("depth", f.depth)?;
-            fd.set_item("over_by", f.over_by)?;
-            fd.set_item("model_op", f.model_op)?;
-            fd.set_item("tensor_id", f.tensor_id)?;
-            fd.set_item("tensor_name", &f.tensor_name)?;
-            let computing = &trace.tensors[f.computing as usize];
-            fd.set_item("computing_tensor_id", f.computing)?;
-            fd.set_item("computing_tensor_name", trace.tensor_name(f.computing))?;
-            fd.set_item("computing_op_name", trace.op_name(computing.op))?;
-            fd.set_item("held", f.held.clone())?;
-            d.set_item("fail", fd)?;
-        }
-    }
-    let interval = match (r.budget, r.identical_budget_lo) {
-        (None, _) => py.None(),
-        (Some(_), lo) => PyList::new(py, [lo.into_pyobject(py)?.into_any(), r.identical_budget_hi.into_pyobject(py)?.into_any()])?.into_any().unbind(),
-    };
-    d.set_item("identical_budget_interval", interval)?;
-    let ids: Vec<(u32, u32)> = r.evicted_ids.clone();
-    d.set_item("evicted_ids", ids)?;
-    match &r.events {
-        None => d.set_item("events", py.None())?,
-        Some(ev) => {
-            let e = PyDict::new(py);
-            let kinds: Vec<&str> = ev.kind.iter().map(|k| k.name()).collect();
-            e.set_item("kind", kinds)?;
-            e.set_item("model_op", ev.model_op.clone())?;
-            e.set_item("depth", ev.depth.clone())?;
-            e.set_item("storage_id", ev.storage.clone())?;
-            e.set_item("tensor_id", ev.tensor.clone())?;
-            e.set_item("size", ev.size.clone())?;
-            e.set_item("pinned", ev.pinned.clone())?;
-            e.set_item("clock", ev.clock.clone())?;
-            d.set_item("events", e)?;
-        }
-    }
-    Ok(d)
 }
 
 /// Every heuristic with its terms: `(name, cost, size, staleness, random)`.
@@ -371,6 +316,7 @@ fn _panic_for_test(py: Python<'_>) -> PyResult<()> {
 #[pymodule]
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Trace>()?;
+    m.add_class::<RunResult>()?;
     m.add_function(wrap_pyfunction!(heuristic_catalogue, m)?)?;
     m.add_function(wrap_pyfunction!(budget_for_ratio, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
