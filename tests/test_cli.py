@@ -107,3 +107,21 @@ def test_malformed_trace_exit_1_names_line(tmp_path):
 def test_ratio_and_budget_are_exclusive():
     p = dtrlab("simulate", "resnet32", "--ratio", "0.5", "--budget", "5")
     assert p.returncode == 2 and "not allowed with" in p.stderr
+
+
+def test_every_help_shows_each_default_and_it_is_the_one_used():
+    """`dtrlab CMD --help` names every option's default (the schema's, where
+    the schema has one: test_the_schema_is_the_only_source_of_defaults)."""
+    import argparse
+
+    from dtrlab import cli
+
+    parser = cli.build_parser()
+    commands = parser._subparsers._group_actions[0].choices
+    for name, sub in commands.items():
+        text = "".join(sub.format_help().split())  # wrapping may break a URL at a hyphen
+        for action in sub._actions:
+            if action.default in (None, False, [], argparse.SUPPRESS) or not action.option_strings:
+                continue
+            shown = (action.help or "").replace("%(default)s", str(action.default))
+            assert f"default {action.default}" in shown and "".join(shown.split()) in text, (name, action.dest)

@@ -54,48 +54,51 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--retain", type=_retain_list, default=[], metavar="ID,...",
                      help="storage ids never evicted (a causal intervention)")
     sim.add_argument("--engine", choices=("native", "simrd"), default=_DEFAULTS["engine"]["name"],
-                     help="simrd: the reference simulator from DTRLAB_SIMRD")
+                     help="simrd: the reference simulator from DTRLAB_SIMRD (default %(default)s)")
     sim.add_argument("--simrd", default=None, help="checkout of the reference (overrides DTRLAB_SIMRD)")
     sim.add_argument("--evicted-ids", action="store_true", help="include per-storage eviction counts")
 
     base = sub.add_parser("baseline", help="infinite-budget figures: peak, compute, const, bottleneck")
     _add_trace_args(base)
     base.add_argument("--engine", choices=("native", "simrd"), default=_DEFAULTS["engine"]["name"],
-                      help="simrd: the reference simulator from DTRLAB_SIMRD")
+                      help="simrd: the reference simulator from DTRLAB_SIMRD (default %(default)s)")
     base.add_argument("--simrd", default=None, help="checkout of the reference (overrides DTRLAB_SIMRD)")
 
     fetch = sub.add_parser("fetch", help="download (or copy from a mirror), verify and extract the traces")
     fetch.add_argument("--dest", default=None, help=f"folder for the traces (default ${traces.DATA_ENV}, else the per-user cache)")
     fetch.add_argument("--mirror", default=None, help=f"local logs.zip or URL (default ${traces.MIRROR_ENV})")
     fetch.add_argument("--url", default=traces.ARTIFACT_URL,
-                       help="where to download logs.zip (default: the pinned commit); its sha256 is pinned")
-    fetch.add_argument("--retries", type=int, default=_DEFAULTS["artifact"]["retries"])
+                       help="where to download logs.zip; its sha256 is pinned (default %(default)s, the pinned commit)")
+    fetch.add_argument("--retries", type=int, default=_DEFAULTS["artifact"]["retries"],
+                       help="attempts per source (default %(default)s)")
 
     ref = sub.add_parser("fetch-simrd", help="download the reference simulator at the pinned commit")
-    ref.add_argument("--dest", default="data/simrd", help="folder to unpack into (then DTRLAB_SIMRD=DEST)")
+    ref.add_argument("--dest", default="data/simrd", help="folder to unpack into, then DTRLAB_SIMRD=DEST (default %(default)s)")
 
     at = sub.add_parser("atlas", help="map a budget range exactly into execution classes; find every hole")
     _add_trace_args(at)
     at.add_argument("--lo", type=float, required=True, help="lowest budget, as a fraction of the baseline peak")
     at.add_argument("--hi", type=float, required=True, help="highest budget, as a fraction of the baseline peak")
-    at.add_argument("--heuristic", default=engine.DEFAULT_HEURISTIC, choices=engine.HEURISTICS, metavar="H")
+    at.add_argument("--heuristic", default=engine.DEFAULT_HEURISTIC, choices=engine.HEURISTICS, metavar="H",
+                    help="eviction heuristic (default %(default)s)")
     atcap = at.add_mutually_exclusive_group()
-    atcap.add_argument("--cap", type=float, default=engine.DEFAULT_CAP)
-    atcap.add_argument("--no-cap", action="store_true")
+    atcap.add_argument("--cap", type=float, default=engine.DEFAULT_CAP,
+                       help="overhead cap of every run (default %(default)s)")
+    atcap.add_argument("--no-cap", action="store_true", help="no overhead cap")
     # The workflow's settings (the schema's atlas defaults); 0 lifts a limit.
     limits = _DEFAULTS["atlas"]
     at.add_argument("--max-runs", type=int, default=limits["max_runs"],
                     help="exact walk for at most this many runs, then grid + bisection (reported as sampled); "
                          "default %(default)s, 0 for no limit")
     at.add_argument("--time-limit", type=float, default=limits["time_limit"],
-                    help="seconds of exact walk before sampling (default: none)")
-    at.add_argument("--grid", type=int, default=limits["grid"], help="samples of the fallback grid (%(default)s)")
+                    help="seconds of exact walk before sampling (default %(default)s: none)")
+    at.add_argument("--grid", type=int, default=limits["grid"], help="samples of the fallback grid (default %(default)s)")
     at.add_argument("--max-total-runs", type=int, default=limits["max_total_runs"],
                     help="runs of exact walk in all (the grid and bisections still complete, unless --no-resolve); "
                          "default %(default)s, 0 for no limit")
     at.add_argument("--edge-runs", type=int, default=limits["edge_runs"],
                     help="after sampling, exact walk this many classes outward from every status change "
-                         "(%(default)s)")
+                         "(default %(default)s)")
     at.add_argument("--max-work", type=float, default=limits["max_work"],
                     help="simulated time of exact walks, in baseline replays (as --max-total-runs); "
                          "default %(default)s, 0 for no limit")
