@@ -10,7 +10,7 @@ import pandas as pd
 from dtrlab import atlas, engine
 from dtrlab.atomic import write_text
 from dtrlab.steps import Step, step
-from dtrlab.steps.io import read_json, write_json, write_table
+from dtrlab.steps.io import read_json, write_csv, write_json, write_table
 
 #: Columns of a holes table (also when there is no hole).
 HOLE_COLUMNS = ["trace", "heuristic", "lo", "hi", "bytes_wide", "lo_ratio", "hi_ratio", "below_ok_budget",
@@ -61,5 +61,5 @@ def atlas_report(s: Step) -> None:
     rows = [row for a, d in atlases for row in atlas.holes_table(a, d.get("forensics"))]
     df = pd.DataFrame(rows, columns=None if rows else HOLE_COLUMNS)
     with_fx = [c for c in ("retention_removes_oom",) if c in df.columns]
-    write_text(s.output.holes, df.to_csv(index=False, lineterminator="\n"))
+    write_csv(df, s.output.holes)
     write_text(s.output.tex, tables.holes(df, with_fx))

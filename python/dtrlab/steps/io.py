@@ -1,4 +1,4 @@
-"""How steps read and write results: one table writer (deterministic Parquet
+"""How steps read and write results: one table writer (deterministic Parquet,
 and CSV), canonical JSON; every file written atomically."""
 
 from __future__ import annotations
@@ -23,8 +23,13 @@ def write_table(df, out_parquet: str | os.PathLike, out_csv: str | os.PathLike |
     with atomic_open(out_parquet, "wb") as f:
         pq.write_table(table, f, compression="zstd", write_statistics=False)
     if out_csv is not None:
-        with atomic_open(out_csv, "w", newline="") as f:
-            df.to_csv(f, index=False, lineterminator="\n")
+        write_csv(df, out_csv)
+
+
+def write_csv(df, path: str | os.PathLike) -> None:
+    """A DataFrame as CSV for humans (no index, Unix line ends)."""
+    with atomic_open(path, "w", newline="") as f:
+        df.to_csv(f, index=False, lineterminator="\n")
 
 
 def write_json(path: str | os.PathLike, obj) -> None:
