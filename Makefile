@@ -25,7 +25,7 @@ $(STAMP): $(SOURCES)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	# Exact versions from requirements.lock (refresh: make lock).
-	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[test,workflow,notebooks,slurm]'
+	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[test,workflow,notebooks,slurm,capture]'
 	# The figure notebooks' kernel, for opening them in Jupyter from this venv
 	# (the workflow itself finds it in workflow/jupyter).
 	$(BIN)/python -m ipykernel install --sys-prefix --name dtrlab --display-name "Python (dtrlab)" >/dev/null

@@ -1,5 +1,5 @@
 """Write requirements.lock: the exact versions pip resolves today for the
-package's dependencies and its test, workflow, notebook and slurm extras.
+package's dependencies and its test, workflow, notebook, slurm and capture extras.
 
     make lock        # refresh it (then run make test and commit it)
 
@@ -16,7 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-EXTRAS = "test,workflow,notebooks,slurm"
+EXTRAS = "test,workflow,notebooks,slurm,capture"
 HEADER = """\
 # Exact versions `make setup` installs (pip constraints), resolved by
 # `make lock` (scripts/lock.py) for CPython {python} on {platform}.

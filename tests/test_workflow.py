@@ -383,7 +383,7 @@ def test_the_lock_pins_every_dependency_within_the_declared_bounds():
 
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     pins = _lock()
-    wanted = project["dependencies"] + [r for e in ("test", "workflow", "notebooks", "slurm")
+    wanted = project["dependencies"] + [r for e in ("test", "workflow", "notebooks", "slurm", "capture")
                                         for r in project["optional-dependencies"][e]]
     for spec in wanted:
         req = Requirement(spec)

@@ -106,6 +106,17 @@ def build_parser() -> argparse.ArgumentParser:
                     help="let the limits stop the grid and bisections too, reporting the rest as unresolved")
     at.add_argument("--forensics", action="store_true", help="first differing eviction and retention per hole")
 
+    cap = sub.add_parser("capture", help="record one training step of a PyTorch model as a trace "
+                                         "(extra: pip install 'dtrlab[capture]')")
+    cap.add_argument("model", metavar="MODEL",
+                     help="a built-in model (resnet50, vit_b_16, gpt2_small, lstm_lm, unet) or "
+                          "package.module:function returning a dtrlab.capture.Workload")
+    cap.add_argument("--out", required=True, help="trace file to write")
+    cap.add_argument("--batch", type=int, default=None, help="batch size (default: the model's own)")
+    cap.add_argument("--measure", action="store_true",
+                     help="operator costs from measured CPU wall time instead of the cost model "
+                          "(not reproducible across machines)")
+
     ver = sub.add_parser("verify", help="re-hash every artifact of a manifest; non-zero exit on any mismatch")
     ver.add_argument("manifest", nargs="?", default="results/MANIFEST.json")
     ver.add_argument("--root", default=None, help="workflow root (default: the manifest's grandparent)")
@@ -199,6 +210,23 @@ def cmd_atlas(args) -> int:
     return 0
 
 
+def cmd_capture(args) -> int:
+    if args.batch is not None:
+        arguments.integer("--batch", args.batch, 1)
+    try:
+        from dtrlab import capture
+    except ImportError as e:
+        raise ValueError(str(e)) from None
+    try:
+        c = capture.capture_workload(capture.load_workload(args.model, args.batch), measure=args.measure)
+    except RuntimeError as e:  # PyTorch's own errors (a model that cannot train, ...)
+        raise ValueError(f"capture of {args.model} failed: {e}") from None
+    capture.write_trace(c.text, args.out)
+    print(f"{args.out}: {c.operators} operators, {len(c.text.splitlines())} lines, "
+          f"peak of live storages {c.live_peak:,} B")
+    return 0
+
+
 def cmd_verify(args) -> int:
     problems = provenance.verify(args.manifest, args.root)
     for p in problems:
@@ -238,6 +266,7 @@ COMMANDS = {
     "fetch": cmd_fetch,
     "fetch-simrd": cmd_fetch_simrd,
     "atlas": cmd_atlas,
+    "capture": cmd_capture,
     "verify": cmd_verify,
 }
 

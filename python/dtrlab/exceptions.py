@@ -15,6 +15,10 @@ class DownloadError(RuntimeError):
     """The trace archive could not be obtained from the URL or the mirror."""
 
 
+class CaptureError(ValueError):
+    """What PyTorch ran cannot be written in the trace format (dtrlab.capture)."""
+
+
 class ReferenceUnavailable(RuntimeError):
     """The reference simulator (simrd) checkout was not found."""
 
@@ -30,4 +34,4 @@ def one_line(e: BaseException) -> str:
 FAILURES = (TraceError, ChecksumError, DownloadError, ReferenceUnavailable, EngineError, OSError, ValueError,
             TypeError)
 
-__all__ = ["ChecksumError", "DownloadError", "EngineError", "ReferenceUnavailable", "TraceError"]
+__all__ = ["CaptureError", "ChecksumError", "DownloadError", "EngineError", "ReferenceUnavailable", "TraceError"]

@@ -1,0 +1,252 @@
+"""Record what stock PyTorch runs as a DTR trace (the log format the engine
+and simrd read), through ``TorchDispatchMode``: no fork of PyTorch, no C++.
+
+What becomes what (the format's domain is narrower than PyTorch's; each
+mapping below keeps a trace inside it, see docs ENGINE-SEMANTICS §1):
+
+- **Tensors** are PyTorch's tensor objects at the C++ level (``TensorImpl``),
+  named ``x0, x1, ...`` in order of first appearance. A tensor whose storage
+  is new owns it (``ALIAS -1``, ``MEMORY`` = the storage's bytes); a tensor
+  that shares an input's storage is an alias of that input (``ALIAS 0``).
+- **Constants**: a tensor an operator reads that no recorded operator made
+  (parameters, the batch, optimizer state made before the step) becomes a
+  ``CONSTANT`` at its first use. One that shares the storage of a tensor
+  already in the trace becomes a zero-cost ``alias`` call of that tensor
+  instead, so the storage is counted once.
+- **Views**: the format lets only single-argument operators return aliases,
+  of argument 0. A view operator's output is recorded with its aliased tensor
+  as the only argument (other tensor arguments of a view, rare, are dropped
+  from ``ARGS``).
+- **In-place operators** (a write to an argument, per the operator's schema)
+  are ``MUTATE`` of argument 0, the written tensor first in ``ARGS``. One that
+  writes several tensors (the optimizers' ``_foreach_*_`` kernels) is split
+  into one ``MUTATE`` per written tensor, with the arguments at the same
+  position of the other tensor lists, and the cost divided evenly. The format
+  gives the written result a new storage of the same size and frees the old
+  one after the operator: the replay's memory is higher than PyTorch's by that
+  storage during the operator (and a constant, which the format pins, stays
+  resident beside its new value).
+- **Releases** are real: after every operator the recorder asks which tensors
+  PyTorch has freed since (weak references to the ``TensorImpl``) and writes
+  a ``RELEASE`` for each, in the order they were named; what is still alive at
+  the end is released by no line, so the replay keeps it (as the format's
+  "outputs").
+- **Costs** come from a cost model (:mod:`dtrlab.capture.costs`), or measured
+  wall time on request; either way an integer ``TIME`` per operator.
+
+Operators that make no tensor (profiler markers) and outputs that are an
+input tensor itself returned unchanged are not recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+
+from dtrlab.exceptions import CaptureError
+
+
+def _line(**fields) -> str:
+    # The public traces' shape: sorted keys, no spaces, numbers as strings.
+    return json.dumps(fields, sort_keys=True, separators=(",", ":"))
+
+
+def _storage_key(t: torch.Tensor) -> int:
+    return t.untyped_storage()._cdata
+
+
+@dataclass
+class _Tensor:
+    name: str
+    ref: object  # torch._C._WeakTensorRef
+    storage: int
+
+
+@dataclass
+class LiveBytes:
+    """Bytes of the storages the trace names that PyTorch holds, tracked
+    independently of the trace (from PyTorch's own storage lifetimes)."""
+
+    live: dict[int, tuple[object, int]] = field(default_factory=dict)
+    now: int = 0
+    peak: int = 0
+
+    def add(self, t: torch.Tensor) -> None:
+        from torch.multiprocessing.reductions import StorageWeakRef
+
+        s = t.untyped_storage()
+        if s._cdata not in self.live:
+            self.live[s._cdata] = (StorageWeakRef(s), s.nbytes())
+            self.now += s.nbytes()
+            self.peak = max(self.peak, self.now)
+
+    def sweep(self) -> None:
+        for key in [k for k, (ref, _) in self.live.items() if ref.expired()]:
+            self.now -= self.live.pop(key)[1]
+
+
+class Recorder(TorchDispatchMode):
+    """A dispatch mode that writes every operator it sees as trace lines."""
+
+    def __init__(self, cost: Callable[..., int], measure: bool = False) -> None:
+        super().__init__()
+        self.cost = cost
+        self.measure = measure
+        self.lines: list[str] = [_line(INSTRUCTION="ANNOTATE", ANNOTATION="START")]
+        self.tensors: dict[int, _Tensor] = {}  # TensorImpl address -> its entry
+        self.storages: dict[int, str] = {}  # storage address -> the name that owns it in the trace
+        self.count = 0
+        self.live = LiveBytes()
+
+    # ----- names and lifetimes -------------------------------------------------
+    def _known(self, t: torch.Tensor) -> _Tensor | None:
+        entry = self.tensors.get(t._cdata)
+        if entry is not None and entry.ref.expired():  # an address reused by a new tensor
+            self._release(t._cdata)
+            return None
+        return entry
+
+    def _new_name(self, t: torch.Tensor) -> str:
+        name = f"x{self.count}"
+        self.count += 1
+        self.tensors[t._cdata] = _Tensor(name, torch._C._WeakTensorRef(t), _storage_key(t))
+        return name
+
+    def _release(self, key: int) -> None:
+        entry = self.tensors.pop(key)
+        self.lines.append(_line(INSTRUCTION="RELEASE", NAME=entry.name))
+        if self.storages.get(entry.storage) == entry.name:
+            del self.storages[entry.storage]
+
+    def sweep(self) -> None:
+        """RELEASE every tensor PyTorch has freed since the last sweep."""
+        dead = [k for k, e in self.tensors.items() if e.ref.expired()]
+        for key in sorted(dead, key=lambda k: int(self.tensors[k].name[1:])):
+            self._release(key)
+        self.live.sweep()
+
+    def _input(self, t: torch.Tensor) -> str:
+        """The name of an operator's input, made a constant (or an alias of a
+        known storage) if no recorded operator made it."""
+        entry = self._known(t)
+        if entry is not None:
+            return entry.name
+        owner = self.storages.get(_storage_key(t))
+        name = self._new_name(t)
+        if owner is None:
+            self.lines.append(_line(INSTRUCTION="CONSTANT", NAME=name))
+            self.lines.append(_line(INSTRUCTION="MEMORY", NAME=name, MEMORY=str(t.untyped_storage().nbytes())))
+            self.storages[_storage_key(t)] = name
+            self.live.add(t)
+        else:
+            self.lines.append(_line(INSTRUCTION="CALL", NAME="alias", ARGS=[owner], RESULT=[name], TIME="0"))
+            self.lines.append(_line(INSTRUCTION="MEMORY", NAME=name, MEMORY=str(t.untyped_storage().nbytes())))
+            self.lines.append(_line(INSTRUCTION="ALIAS", NAME=name, ALIAS="0"))
+        return name
+
+    def annotate(self, what: str) -> None:
+        self.lines.append(_line(INSTRUCTION="ANNOTATE", ANNOTATION=what))
+
+    # ----- operators ------------------------------------------------------------
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        self.sweep()
+        inputs = [a for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)]
+        started = time.perf_counter_ns()
+        out = func(*args, **kwargs)
+        elapsed = time.perf_counter_ns() - started
+        outputs = [o for o in tree_flatten(out)[0] if isinstance(o, torch.Tensor)]
+        # (In-place kernels over tensor lists return nothing: they still write.)
+        written = _written_arguments(func, args, kwargs)
+        if not outputs and not written:
+            return out
+        cost = max(int(elapsed), 1) if self.measure else self.cost(func, args, kwargs, out)
+        op = func.__name__.split(".")[0]
+        if written:
+            self._mutate(op, written, cost)
+        else:
+            self._call(op, inputs, outputs, cost)
+        return out
+
+    def _call(self, op: str, inputs: list[torch.Tensor], outputs: list[torch.Tensor], cost: int) -> None:
+        in_keys = {t._cdata for t in inputs}
+        fresh = [o for o in outputs if o._cdata not in in_keys]  # an input returned as is is no new tensor
+        if not fresh:
+            return
+        by_storage = {}
+        for t in inputs:
+            by_storage.setdefault(_storage_key(t), t)
+        aliased = [by_storage[_storage_key(o)] for o in fresh if _storage_key(o) in by_storage]
+        if aliased:
+            # A view: its aliased input is its one argument (the format's domain).
+            base = aliased[0]
+            if any(a._cdata != base._cdata for a in aliased):
+                raise CaptureError(f"{op}: outputs alias different inputs; outside the trace format")
+            args = [self._input(base)]
+        else:
+            args = [self._input(t) for t in inputs]
+        names = []
+        for o in fresh:
+            if self._known(o) is not None:  # a tensor already named (returned again)
+                raise CaptureError(f"{op}: returns a tensor the trace already holds; outside the trace format")
+            names.append(self._new_name(o))
+        self.lines.append(_line(INSTRUCTION="CALL", NAME=op, ARGS=args, RESULT=names, TIME=str(cost)))
+        for o, name in zip(fresh, names):
+            alias = "0" if aliased and _storage_key(o) in by_storage else "-1"
+            if alias == "-1":
+                if _storage_key(o) in self.storages:
+                    raise CaptureError(f"{op}: two outputs share a new storage; outside the trace format")
+                self.storages[_storage_key(o)] = name
+                self.live.add(o)
+            self.lines.append(_line(INSTRUCTION="MEMORY", NAME=name, MEMORY=str(o.untyped_storage().nbytes())))
+            self.lines.append(_line(INSTRUCTION="ALIAS", NAME=name, ALIAS=alias))
+
+    def _mutate(self, op: str, written: list[tuple[torch.Tensor, list[torch.Tensor]]], cost: int) -> None:
+        share = cost // len(written)
+        for i, (target, others) in enumerate(written):
+            # The last part takes the remainder: the parts sum to the cost.
+            part = share + (cost - share * len(written) if i == len(written) - 1 else 0)
+            args = [self._input(target)] + [self._input(t) for t in others if t._cdata != target._cdata]
+            self.lines.append(_line(INSTRUCTION="MUTATE", NAME=op, ARGS=args, MUTATE=[0], TIME=str(part)))
+
+    def finish(self) -> str:
+        self.sweep()
+        return "\n".join(self.lines) + "\n"
+
+
+def _written_arguments(func, args, kwargs) -> list[tuple[torch.Tensor, list[torch.Tensor]]]:
+    """Each tensor the operator writes in place, with the other tensor
+    arguments that go with it (for list arguments, those at its position)."""
+    schema = func._schema
+    values = {}
+    for i, a in enumerate(schema.arguments):
+        if a.kwarg_only or i >= len(args):
+            if a.name in kwargs:
+                values[a.name] = kwargs[a.name]
+        else:
+            values[a.name] = args[i]
+    writes = [a.name for a in schema.arguments if a.alias_info is not None and a.alias_info.is_write]
+    if not writes:
+        return []
+    out = []
+    for w in writes:
+        v = values.get(w)
+        targets = [v] if isinstance(v, torch.Tensor) else [t for t in (v or []) if isinstance(t, torch.Tensor)]
+        for k, target in enumerate(targets):
+            others = []
+            for name, val in values.items():
+                if name == w:
+                    continue
+                if isinstance(val, torch.Tensor):
+                    others.append(val)
+                elif isinstance(val, (list, tuple)) and len(val) == len(targets):
+                    if isinstance(val[k], torch.Tensor):
+                        others.append(val[k])
+            out.append((target, others))
+    return out
