@@ -151,6 +151,9 @@ def test_an_optimizer_step_writes_each_parameter_once():
     for c in (per_param, fused):
         mutated = [d["ARGS"][0] for d in lines(c) if d["INSTRUCTION"] == "MUTATE"]
         assert len(mutated) == len(set(mutated)) == 4, short(c)
+    without = capture.capture_step(model, (x,), lambda out: out.sum(),
+                                   torch.optim.SGD(model.parameters(), lr=0.1), optimizer_step=False)
+    assert not [d for d in lines(without) if d["INSTRUCTION"] == "MUTATE"]
     foreach = [d for d in lines(fused) if d["INSTRUCTION"] == "MUTATE"]
     assert {d["NAME"] for d in foreach} == {"_foreach_add_"}
     assert all(len(d["ARGS"]) == 2 for d in foreach)  # the parameter and its gradient

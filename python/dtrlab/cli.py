@@ -116,6 +116,9 @@ def build_parser() -> argparse.ArgumentParser:
     cap.add_argument("--measure", action="store_true",
                      help="operator costs from measured CPU wall time instead of the cost model "
                           "(not reproducible across machines)")
+    cap.add_argument("--no-optimizer-step", action="store_true",
+                     help="stop after the backward pass, as the 2020 traces do (the format pins constants: "
+                          "a parameter updated in place stays resident beside its new value)")
 
     ver = sub.add_parser("verify", help="re-hash every artifact of a manifest; non-zero exit on any mismatch")
     ver.add_argument("manifest", nargs="?", default="results/MANIFEST.json")
@@ -218,7 +221,8 @@ def cmd_capture(args) -> int:
     except ImportError as e:
         raise ValueError(str(e)) from None
     try:
-        c = capture.capture_workload(capture.load_workload(args.model, args.batch), measure=args.measure)
+        c = capture.capture_workload(capture.load_workload(args.model, args.batch), measure=args.measure,
+                                     optimizer_step=not args.no_optimizer_step)
     except RuntimeError as e:  # PyTorch's own errors (a model that cannot train, ...)
         raise ValueError(f"capture of {args.model} failed: {e}") from None
     capture.write_trace(c.text, args.out)

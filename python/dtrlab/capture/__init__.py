@@ -57,14 +57,20 @@ class Capture:
 
 
 def capture_step(model: torch.nn.Module, inputs: Sequence[Any], loss: Callable[[Any], torch.Tensor],
-                 optimizer: torch.optim.Optimizer | None = None, measure: bool = False) -> Capture:
-    """Record one training step of ``model`` as a DTR trace."""
+                 optimizer: torch.optim.Optimizer | None = None, measure: bool = False,
+                 optimizer_step: bool = True) -> Capture:
+    """Record one training step of ``model`` as a DTR trace.
+
+    ``optimizer_step=False`` stops after the backward pass (the gradients are
+    then the step's result, kept), as the 2020 traces do: the format pins
+    constants, so a parameter updated in place stays resident beside its new
+    value, and the optimizer step can set the trace's peak."""
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, not {type(model).__name__}")
     if not callable(loss):
         raise TypeError("loss must be a function of the model's output")
-    if not isinstance(measure, bool):
-        raise TypeError("measure must be True or False")
+    if not isinstance(measure, bool) or not isinstance(optimizer_step, bool):
+        raise TypeError("measure and optimizer_step must be True or False")
     inputs = tuple(inputs) if isinstance(inputs, (list, tuple)) else (inputs,)
     gc.collect()
     enabled = gc.isenabled()
@@ -78,7 +84,7 @@ def capture_step(model: torch.nn.Module, inputs: Sequence[Any], loss: Callable[[
             rec.annotate("BACKWARD")
             value.backward()
             del out, value
-            if optimizer is not None:
+            if optimizer is not None and optimizer_step:
                 optimizer.step()
                 optimizer.zero_grad(set_to_none=True)
             # (Without an optimizer the gradients are the step's result: kept.)
@@ -90,8 +96,8 @@ def capture_step(model: torch.nn.Module, inputs: Sequence[Any], loss: Callable[[
     return Capture(text, rec.live.peak, ops)
 
 
-def capture_workload(w: Workload, measure: bool = False) -> Capture:
-    return capture_step(w.model, w.inputs, w.loss, w.optimizer, measure=measure)
+def capture_workload(w: Workload, measure: bool = False, optimizer_step: bool = True) -> Capture:
+    return capture_step(w.model, w.inputs, w.loss, w.optimizer, measure=measure, optimizer_step=optimizer_step)
 
 
 def load_workload(spec: str, batch: int | None = None) -> Workload:
