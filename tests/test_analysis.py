@@ -110,3 +110,25 @@ def test_claims_check_respects_published_precision():
     assert rows["a"]["match"] and rows["b"]["match"] and rows["c"]["match"]
     assert not rows["missing"]["match"] and rows["missing"]["computed"] is None
     assert not rows["lo"]["match"] and rows["lo"]["difference"] == pytest.approx(-0.001)
+
+
+def test_the_comparison_row_counts_switches_inversions_and_holes():
+    """One trace's row of the side-by-side (Section 'Beyond the public traces')."""
+    from dtrlab.analysis import compare
+
+    sweep = pd.DataFrame({
+        "ratio": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6],
+        "status": ["oom", "ok", "oom", "ok", "ok", "ok"],
+        "overhead": [None, 9.0, None, 8.0, 1.2, 1.0],
+        "budget": [10, 20, 30, 40, 50, 60],
+        "heuristic": ["DTR"] * 6,
+    })
+    atlas = {"lo_budget": 0, "hi_budget": 99, "holes": [{"lo": 30, "hi": 34}, {"lo": 70, "hi": 70}],
+             "classes": [{"lo": 0, "hi": 49, "exact": True}, {"lo": 50, "hi": 99, "exact": False}]}
+    r = compare.row("x", True, sweep, {"peak": 100, "const": 25}, atlas, min_gap=2.0)
+    assert (r["smallest_ok_ratio"], r["ok_budgets"], r["inversions"]) == (0.2, 4, 1)
+    assert (r["slow_budgets"], r["regime_switches"]) == (2, 1)  # 9, 8 slow | 1.2, 1.0 fast
+    assert r["largest_adjacent_overhead_ratio"] == pytest.approx(8.0 / 1.2)
+    assert (r["holes"], r["hole_bytes"], r["widest_hole_bytes"], r["atlas_exact_share"]) == (2, 6, 5, 0.5)
+    assert r["const_share"] == 0.25
+    assert compare.row("x", False, sweep, {"peak": 100, "const": 0}, None, 2.0)["holes"] is None

@@ -224,3 +224,16 @@ def test_the_command_line_captures_a_model_of_ones_own(tmp_path):
                          capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and bad.stderr.startswith("dtrlab: error: unknown model 'nonsense'")
     assert len(bad.stderr.strip().splitlines()) == 1 and not (tmp_path / "x").exists()
+
+
+def test_the_capture_step_writes_a_trace_with_its_provenance(tmp_path):
+    from dtrlab import provenance, steps
+    from dtrlab.steps import Named, Step
+
+    out = tmp_path / "captured" / "pt_lstm_lm.log"
+    steps.run(Step("capture_trace", Named(), Named(trace=str(out)),
+                   Named(model="lstm_lm", batch=1, optimizer_step=False)))
+    t = dtrlab.load_trace(out)
+    assert t.key == "pt_lstm_lm" and dtrlab.simulate(t, ratio=1.0).ok
+    assert json.loads(provenance.sidecar_path(out).read_text())["params"] == {
+        "model": "lstm_lm", "batch": 1, "optimizer_step": False}

@@ -4,11 +4,15 @@
 # `atlas` (the paper's) and `atlas-preview` (what `fig_atlas` draws alone:
 # config atlas.preview in place of the walk settings). Steps: dtrlab.steps.atlas.
 ATLAS = config["atlas"]
-ATLAS_SETTINGS = {"atlas": ATLAS, "atlas-preview": {**ATLAS, **ATLAS["preview"]}}
+ATLAS_SETTINGS = {
+    "atlas": ATLAS,
+    "atlas-preview": {**ATLAS, **ATLAS["preview"]},
+    "atlas-captured": ATLAS,
+}
 
 
 wildcard_constraints:
-    atlas="atlas|atlas-preview",
+    atlas="atlas|atlas-preview|atlas-captured",
 
 
 rule atlas_chunk:

@@ -55,8 +55,17 @@ def engine_inputs(wildcards):
     return [SIMRD_FETCHED] if ENGINE == "simrd" and not SIMRD else []
 
 
+# Traces captured from PyTorch (workflow/rules/capture.smk): key pt_<model>.
+CAPTURE = config["capture"]
+CAPTURED = {f"pt_{m}": m for m in CAPTURE["models"]}
+# Every trace the comparison covers: the public ones, then the captured ones.
+ALL_TRACES = [*TRACES, *CAPTURED]
+
+
 def trace_file(key):
-    """Verified trace file of a trace key."""
+    """Verified trace file of a public trace key, or a captured trace's file."""
+    if key in CAPTURED:
+        return f"{DATA}/captured/{key}.log"  # named by its key: dtrlab reads the key off the file name
     return f"{DATA}/{TRACE_FILES[key]}"
 
 
@@ -80,8 +89,16 @@ def points(heuristics, ratios, seeds=(0,)):
     ]
 
 
-# Every sweep: a trace and its replay points, run in chunks of parallel jobs.
+# Every sweep: a trace and its replay points, run in chunks of parallel jobs
+# (compare_<trace>: every trace, public and captured, on one DTR sweep).
 SWEEPS = {
+    **{
+        f"compare_{t}": {
+            "trace": t,
+            "points": points([HEURISTIC], expand_ratios(CAPTURE["ratios"])),
+        }
+        for t in ALL_TRACES
+    },
     "lstm_dtr": {
         "trace": "lstm",
         "points": points([HEURISTIC], expand_ratios(EXP["lstm_regimes"]["ratios"])),
@@ -120,10 +137,12 @@ def sweep_chunk_files(wildcards):
 
 
 def atlas_files(atlas):
-    """Every trace's merged atlas of `atlas` (atlas or atlas-preview)."""
+    """Every trace's merged atlas of `atlas`: atlas and atlas-preview map the
+    public traces (config atlas.traces), atlas-captured the captured ones."""
+    traces = list(CAPTURED) if atlas == "atlas-captured" else config["atlas"]["traces"]
     return [
         f"{RESULTS}/{atlas}/{t}/{h}/atlas.json"
-        for t in config["atlas"]["traces"]
+        for t in traces
         for h in config["atlas"]["heuristics"]
     ]
 

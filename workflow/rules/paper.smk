@@ -131,6 +131,7 @@ rule paper_tables:
         c5_table=rules.c5_ablation.output.parquet,
         claims_check=rules.claims_check.output.parquet,
         atlases=ATLAS_FILES,
+        compare=rules.compare.output.parquet,
     output:
         **{name: f"{RESULTS}/{path}" for name, path in made_by("paper_tables").items()},
     log:
@@ -156,6 +157,7 @@ rule paper_macros:
         claims_check_table=rules.claims_check.output.parquet,
         baseline_records=expand(rules.baseline.output.record, trace=TRACES),
         atlases=ATLAS_FILES,
+        compare=rules.compare.output.parquet,
     output:
         macros=f"{RESULTS}/{LAYOUT['macros.tex'].path}",
     log:

@@ -219,6 +219,41 @@ def atlas(atlases: list[dict]) -> dict[str, str]:
     return out
 
 
+def comparison(df: pd.DataFrame) -> dict[str, str]:
+    """The side-by-side of public and captured traces, in words."""
+    pub, cap = df[~df.captured], df[df.captured]
+
+    def count(part, column):
+        return integer(int((part[column].fillna(0) > 0).sum()))
+
+    names = [TRACE_NAMES.get(t, t) for t in cap.trace]
+    return {
+        "CompareTraces": integer(len(df)),
+        "CompareLo": short_ratio(float(df.sweep_lo.min())),
+        "CompareHi": short_ratio(float(df.sweep_hi.max())),
+        "CompareStep": short_ratio(float(df.sweep_step.max())),
+        "CompareCapturedNames": ", ".join(names[:-1]) + (" and " if len(names) > 1 else "") + names[-1]
+        if names else "none",
+        "ComparePublic": integer(len(pub)),
+        "CompareCaptured": integer(len(cap)),
+        "ComparePublicSwitching": count(pub, "regime_switches"),
+        "CompareCapturedSwitching": count(cap, "regime_switches"),
+        "ComparePublicInverting": count(pub, "inversions"),
+        "CompareCapturedInverting": count(cap, "inversions"),
+        "ComparePublicHoled": count(pub, "holes"),
+        "CompareCapturedHoled": count(cap, "holes"),
+        "CompareCapturedHoles": integer(int(cap.holes.fillna(0).sum())),
+        "CompareCapturedSmallestOk": "--" if cap.smallest_ok_ratio.isna().all()
+        else ratio(float(cap.smallest_ok_ratio.min())),
+        "CompareCapturedLargestOk": "--" if cap.smallest_ok_ratio.isna().all()
+        else ratio(float(cap.smallest_ok_ratio.max())),
+        "ComparePublicLargestRatio": fixed(pub.largest_adjacent_overhead_ratio.max(), 2)
+        if pub.largest_adjacent_overhead_ratio.notna().any() else "--",
+        "CompareCapturedLargestRatio": fixed(cap.largest_adjacent_overhead_ratio.max(), 2)
+        if cap.largest_adjacent_overhead_ratio.notna().any() else "--",
+    }
+
+
 def _exact_bytes(a: dict) -> int:
     return sum(c["hi"] - c["lo"] + 1 for c in a["classes"] if c.get("exact"))
 
@@ -228,7 +263,7 @@ def _json(path) -> dict:
 
 
 def collect(*, c1, c1_table, c2, c3, resnet_sweep, c4, c5, c5_table, c6, baseline_records, claims_check_table,
-            atlases) -> dict[str, str]:
+            atlases, compare) -> dict[str, str]:
     """All macros, from the result files (paths; see the ``paper_macros`` rule)."""
     c1d, c2d, c3d = _json(c1), _json(c2), _json(c3)
     macros = {}
@@ -242,6 +277,7 @@ def collect(*, c1, c1_table, c2, c3, resnet_sweep, c4, c5, c5_table, c6, baselin
         baselines([_json(p) for p in baseline_records]),
         claims_check(pd.read_parquet(claims_check_table)),
         atlas([_json(p) for p in atlases]),
+        comparison(pd.read_parquet(compare)),
     ]
     for part in parts:
         for k, v in part.items():

@@ -39,7 +39,7 @@ LAYOUT: dict[str, Generated] = {
     "figures/atlas.pdf": Generated("atlas/atlas.pdf", "atlas_report"),
     **{f"tables/{name}.tex": Generated(f"tables/{name}.tex", "paper_tables")
        for name in ("baselines", "lstm_points", "reeviction", "forensics", "ablation", "claims_check",
-                    "atlas_summary")},
+                    "atlas_summary", "compare")},
     "tables/holes.tex": Generated("atlas/holes.tex", "atlas_report"),
 }
 

@@ -43,7 +43,10 @@ def booktabs(df: pd.DataFrame, formats: dict | None = None, align: str | None = 
 
 
 TRACE_NAMES = {"densenet": "DenseNet-121", "inception": "Inception-v4", "lstm": "LSTM", "resnet32": "ResNet-32",
-               "transformer": "Transformer", "treelstm": "TreeLSTM", "unet": "U-Net", "unroll_gan": "Unrolled GAN"}
+               "transformer": "Transformer", "treelstm": "TreeLSTM", "unet": "U-Net", "unroll_gan": "Unrolled GAN",
+               # captured from stock PyTorch (dtrlab.capture)
+               "pt_resnet50": "ResNet-50", "pt_vit_b_16": "ViT-B/16", "pt_gpt2_small": "GPT-2 small",
+               "pt_lstm_lm": "LSTM LM", "pt_unet": "U-Net"}
 
 
 def baselines(df: pd.DataFrame) -> str:
@@ -177,3 +180,26 @@ def holes(df: pd.DataFrame, extra_columns=()) -> str:
         lines.append(" & ".join(cells) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}", ""]
     return "\n".join(lines)
+
+
+def compare(df: pd.DataFrame) -> str:
+    """Every trace, public (2020) and captured, on the same DTR sweep and atlas."""
+    def share(v):
+        return "--" if v is None or pd.isna(v) else f"{100 * v:.0f}\\%"
+
+    t = pd.DataFrame({
+        "trace": [TRACE_NAMES.get(k, k) for k in df.trace],
+        "from": ["captured" if c else "2020" for c in df.captured],
+        "peak (MB)": [p / 1e6 for p in df.peak],
+        "smallest ok": df.smallest_ok_ratio,
+        "slow": df.slow_budgets,
+        "switches": df.regime_switches,
+        "largest ratio": df.largest_adjacent_overhead_ratio,
+        "inversions": df.inversions,
+        "holes": df.holes,
+        "widest hole (B)": df.widest_hole_bytes,
+        "exact": df.atlas_exact_share,
+    })
+    return booktabs(t, {"peak (MB)": lambda v: integer(round(v)), "smallest ok": decimal(2), "slow": integer,
+                        "switches": integer, "largest ratio": decimal(2), "inversions": integer, "holes": integer,
+                        "widest hole (B)": integer, "exact": share}, align="llrrrrrrrrr")

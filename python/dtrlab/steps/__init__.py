@@ -4,7 +4,7 @@ A rule declares its inputs, outputs and params by name and runs
 ``workflow/scripts/step.py``, which hands them to the step of the same name
 as a :class:`Step` (``step.input.trace``, ``step.params.ratios``): nothing is
 passed by position or as a JSON string. The modules follow the rule files
-(``data``, ``baselines``, ``experiments``, ``atlas``, ``paper``; the
+(``data``, ``baselines``, ``experiments``, ``atlas``, ``capture``, ``paper``; the
 manifests of ``provenance.smk`` in ``manifests``).
 
 :func:`run` is the one place that records provenance: before a step writes
@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterator, Mapping
 from dtrlab import provenance
 
 #: The step modules, in the workflow's order (each registers its steps).
-MODULES = ("data", "baselines", "experiments", "atlas", "paper", "manifests")
+MODULES = ("data", "baselines", "experiments", "atlas", "capture", "paper", "manifests")
 
 _STEPS: dict[str, Callable[[Step], None]] = {}
 #: How each step's provenance is recorded: "before" its outputs are written

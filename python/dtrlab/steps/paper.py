@@ -27,6 +27,7 @@ def paper_tables(s: Step) -> None:
         "ablation": lambda: tables.ablation(pd.read_parquet(i.c5_table)),
         "claims_check": lambda: tables.claims_check(pd.read_parquet(i.claims_check)),
         "atlas_summary": lambda: tables.atlas_summary([read_json(p) for p in i.atlases]),
+        "compare": lambda: tables.compare(pd.read_parquet(i.compare)),
     }
     if set(texts) != set(s.output):
         raise ValueError(f"paper_tables writes {sorted(texts)}, the rule declares {sorted(s.output)}")
