@@ -237,3 +237,12 @@ def test_the_capture_step_writes_a_trace_with_its_provenance(tmp_path):
     assert t.key == "pt_lstm_lm" and dtrlab.simulate(t, ratio=1.0).ok
     assert json.loads(provenance.sidecar_path(out).read_text())["params"] == {
         "model": "lstm_lm", "batch": 1, "optimizer_step": False}
+
+
+def test_the_schema_names_the_built_in_models_and_their_batches():
+    from dtrlab import config
+    from dtrlab.capture import models
+
+    schema = config.schema()["properties"]["capture"]["properties"]
+    assert schema["models"]["items"]["enum"] == list(models.MODELS) == schema["models"]["default"]
+    assert models.DEFAULT_BATCH == schema["batch"]["default"] and set(models.DEFAULT_BATCH) == set(models.MODELS)

@@ -17,7 +17,7 @@ rule capture_trace:
         f"{RESULTS}/benchmarks/capture/{{model}}.tsv"
     params:
         model=lambda wc: wc.model,
-        batch=lambda wc: CAPTURE["batch"].get(wc.model),
+        batch=lambda wc: CAPTURE_BATCH[wc.model],
         optimizer_step=CAPTURE["optimizer_step"],
     script:
         STEP

@@ -57,6 +57,8 @@ def engine_inputs(wildcards):
 
 # Traces captured from PyTorch (workflow/rules/capture.smk): key pt_<model>.
 CAPTURE = config["capture"]
+# A model the configuration does not name keeps its default batch size.
+CAPTURE_BATCH = {**dtrlab_config.defaults()["capture"]["batch"], **CAPTURE["batch"]}
 CAPTURED = {f"pt_{m}": m for m in CAPTURE["models"]}
 # Every trace the comparison covers: the public ones, then the captured ones.
 ALL_TRACES = [*TRACES, *CAPTURED]

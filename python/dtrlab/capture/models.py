@@ -1,7 +1,8 @@
 """Today's architectures to capture, with random weights (nothing is
-downloaded), small batches and SGD with momentum; each a function of the
-batch size returning a :class:`~dtrlab.capture.Workload`. Seeded, so the
-same library versions give the same traces.
+downloaded) and SGD with momentum; each a function of the
+batch size returning a :class:`~dtrlab.capture.Workload` (default batch
+sizes: config ``capture.batch``). Seeded, so the same library versions give
+the same traces.
 
 | name | model | input | loss |
 |---|---|---|---|
@@ -20,6 +21,7 @@ import torch
 from torch import nn
 
 from dtrlab.capture import Workload
+from dtrlab.config import defaults
 
 
 def _sgd(model: nn.Module) -> torch.optim.Optimizer:
@@ -154,5 +156,5 @@ MODELS: dict[str, Callable[..., Workload]] = {
     "unet": unet,
 }
 
-#: Batch sizes that capture in a few minutes on two cores.
-DEFAULT_BATCH = {"resnet50": 4, "vit_b_16": 2, "gpt2_small": 2, "lstm_lm": 20, "unet": 2}
+#: Each model's batch size unless one is given: the schema's capture.batch.
+DEFAULT_BATCH: dict[str, int] = defaults()["capture"]["batch"]

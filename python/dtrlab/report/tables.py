@@ -191,6 +191,7 @@ def compare(df: pd.DataFrame) -> str:
         "trace": [TRACE_NAMES.get(k, k) for k in df.trace],
         "from": ["captured" if c else "2020" for c in df.captured],
         "peak (MB)": [p / 1e6 for p in df.peak],
+        "constants": df.const_share,
         "smallest ok": df.smallest_ok_ratio,
         "slow": df.slow_budgets,
         "switches": df.regime_switches,
@@ -200,6 +201,6 @@ def compare(df: pd.DataFrame) -> str:
         "widest hole (B)": df.widest_hole_bytes,
         "exact": df.atlas_exact_share,
     })
-    return booktabs(t, {"peak (MB)": lambda v: integer(round(v)), "smallest ok": decimal(2), "slow": integer,
-                        "switches": integer, "largest ratio": decimal(2), "inversions": integer, "holes": integer,
-                        "widest hole (B)": integer, "exact": share}, align="llrrrrrrrrr")
+    return booktabs(t, {"peak (MB)": lambda v: integer(round(v)), "constants": share, "smallest ok": decimal(2),
+                        "slow": integer, "switches": integer, "largest ratio": decimal(2), "inversions": integer,
+                        "holes": integer, "widest hole (B)": integer, "exact": share}, align="llrrrrrrrrrr")
