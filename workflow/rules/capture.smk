@@ -31,6 +31,13 @@ rule compare:
     output:
         parquet=f"{RESULTS}/compare/compare.parquet",
         csv=f"{RESULTS}/compare/compare.csv",
+        pdf=f"{RESULTS}/compare/compare.pdf",
+        png=report(
+            f"{RESULTS}/compare/compare.png",
+            caption="../report/compare.rst",
+            category="Figures",
+            labels={"figure": "compare"},
+        ),
     log:
         f"{RESULTS}/logs/compare.log",
     params:

@@ -37,6 +37,7 @@ LAYOUT: dict[str, Generated] = {
     "figures/pinned_frontier.pdf": Generated("figures/pinned_frontier.pdf", "nb_resnet_inversion"),
     "figures/ablation_heatmap.pdf": Generated("figures/ablation_heatmap.pdf", "nb_ablation"),
     "figures/atlas.pdf": Generated("atlas/atlas.pdf", "atlas_report"),
+    "figures/compare.pdf": Generated("compare/compare.pdf", "compare"),
     **{f"tables/{name}.tex": Generated(f"tables/{name}.tex", "paper_tables")
        for name in ("baselines", "lstm_points", "reeviction", "forensics", "ablation", "claims_check",
                     "atlas_summary", "compare")},

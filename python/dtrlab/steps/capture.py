@@ -32,3 +32,6 @@ def compare(s: Step) -> None:
     atlases = {a["trace"]: a for a in map(read_json, s.input.atlases) if a["heuristic"] == heuristic}
     df = cmp.table(traces, set(s.params.captured), sweeps, baselines, atlases, s.params.min_gap)
     write_table(df, s.output.parquet, s.output.csv)
+    from dtrlab.report.compare_figure import compare_figure
+
+    compare_figure(sweeps, set(s.params.captured), s.output.pdf, s.output.png)
