@@ -13,7 +13,7 @@ def compare_figure(sweeps: dict[str, pd.DataFrame], captured: set[str], pdf_path
     """Overhead (log scale) of each ok budget; failed budgets as crosses on the floor."""
     plt = pyplot()
     import seaborn as sns
-    from matplotlib.ticker import FuncFormatter
+    from matplotlib.ticker import FuncFormatter, LogLocator
 
     groups = [("public traces (2020)", [t for t in sweeps if t not in captured]),
               ("captured from PyTorch", [t for t in sweeps if t in captured])]
@@ -30,6 +30,7 @@ def compare_figure(sweeps: dict[str, pd.DataFrame], captured: set[str], pdf_path
             ax.plot(bad.ratio, [1.0] * len(bad), linestyle="none", marker=MARKERS["oom"], markersize=2.5,
                     color=palette[k], alpha=0.5)
         ax.set_yscale("log")
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
         ax.set_title(title, fontsize=8)
