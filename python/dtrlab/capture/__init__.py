@@ -1,8 +1,8 @@
 """Capture DTR traces from stock PyTorch (optional extra ``capture``).
 
     from dtrlab import capture
-    text = capture.capture_step(model, inputs, loss=lambda out: out.sum())
-    capture.write_trace(text, "my-model.log")     # then dtrlab.load_trace(...)
+    c = capture.capture_step(model, inputs, loss=lambda out: out.sum())
+    capture.write_trace(c.text, "my-model.log")   # then dtrlab.load_trace(...)
 
 or on the command line, for a model of the built-in set or one of your own::
 
@@ -92,8 +92,7 @@ def capture_step(model: torch.nn.Module, inputs: Sequence[Any], loss: Callable[[
     finally:
         if enabled:
             gc.enable()
-    ops = sum(1 for line in text.splitlines() if '"INSTRUCTION":"CALL"' in line or '"INSTRUCTION":"MUTATE"' in line)
-    return Capture(text, rec.live.peak, ops)
+    return Capture(text, rec.live.peak, rec.operators)
 
 
 def capture_workload(w: Workload, measure: bool = False, optimizer_step: bool = True) -> Capture:

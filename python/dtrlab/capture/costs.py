@@ -22,6 +22,8 @@ import torch
 from torch.utils._pytree import tree_flatten
 from torch.utils.flop_counter import flop_registry
 
+from dtrlab.capture.recorder import written_names
+
 PEAK_FLOPS = 14e12  # per second
 BANDWIDTH = 900e9  # bytes per second
 LAUNCH_NS = 5_000
@@ -42,12 +44,9 @@ def roofline(func, args, kwargs, out) -> int:
     ins = [a for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)]
     outs = [o for o in tree_flatten(out)[0] if isinstance(o, torch.Tensor)]
     in_storages = {a.untyped_storage()._cdata for a in ins}
-    if outs and all(o.untyped_storage()._cdata in in_storages for o in outs) and not _writes(func):
+    if outs and all(o.untyped_storage()._cdata in in_storages for o in outs) and not written_names(func):
         return LAUNCH_NS  # a view
     moved = sum(map(tensor_bytes, ins)) + sum(map(tensor_bytes, outs))
     seconds = max(operator_flops(func, args, kwargs, out) / PEAK_FLOPS, moved / BANDWIDTH)
     return LAUNCH_NS + math.ceil(seconds * 1e9)
 
-
-def _writes(func) -> bool:
-    return any(a.alias_info is not None and a.alias_info.is_write for a in func._schema.arguments)

@@ -47,6 +47,7 @@ from typing import Callable
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
+from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils._pytree import tree_flatten
 
 from dtrlab.exceptions import CaptureError
@@ -78,8 +79,6 @@ class LiveBytes:
     peak: int = 0
 
     def add(self, t: torch.Tensor) -> None:
-        from torch.multiprocessing.reductions import StorageWeakRef
-
         s = t.untyped_storage()
         if s._cdata not in self.live:
             self.live[s._cdata] = (StorageWeakRef(s), s.nbytes())
@@ -102,6 +101,7 @@ class Recorder(TorchDispatchMode):
         self.tensors: dict[int, _Tensor] = {}  # TensorImpl address -> its entry
         self.storages: dict[int, str] = {}  # storage address -> the name that owns it in the trace
         self.count = 0
+        self.operators = 0  # CALL and MUTATE lines written
         self.live = LiveBytes()
 
     # ----- names and lifetimes -------------------------------------------------
@@ -146,6 +146,7 @@ class Recorder(TorchDispatchMode):
             self.live.add(t)
         else:
             self.lines.append(_line(INSTRUCTION="CALL", NAME="alias", ARGS=[owner], RESULT=[name], TIME="0"))
+            self.operators += 1
             self.lines.append(_line(INSTRUCTION="MEMORY", NAME=name, MEMORY=str(t.untyped_storage().nbytes())))
             self.lines.append(_line(INSTRUCTION="ALIAS", NAME=name, ALIAS="0"))
         return name
@@ -197,6 +198,7 @@ class Recorder(TorchDispatchMode):
                 raise CaptureError(f"{op}: returns a tensor the trace already holds; outside the trace format")
             names.append(self._new_name(o))
         self.lines.append(_line(INSTRUCTION="CALL", NAME=op, ARGS=args, RESULT=names, TIME=str(cost)))
+        self.operators += 1
         for o, name in zip(fresh, names):
             alias = "0" if aliased and _storage_key(o) in by_storage else "-1"
             if alias == "-1":
@@ -214,10 +216,16 @@ class Recorder(TorchDispatchMode):
             part = share + (cost - share * len(written) if i == len(written) - 1 else 0)
             args = [self._input(target)] + [self._input(t) for t in others if t._cdata != target._cdata]
             self.lines.append(_line(INSTRUCTION="MUTATE", NAME=op, ARGS=args, MUTATE=[0], TIME=str(part)))
+            self.operators += 1
 
     def finish(self) -> str:
         self.sweep()
         return "\n".join(self.lines) + "\n"
+
+
+def written_names(func) -> list[str]:
+    """The arguments an operator writes in place, by its schema."""
+    return [a.name for a in func._schema.arguments if a.alias_info is not None and a.alias_info.is_write]
 
 
 def _written_arguments(func, args, kwargs) -> list[tuple[torch.Tensor, list[torch.Tensor]]]:
@@ -231,7 +239,7 @@ def _written_arguments(func, args, kwargs) -> list[tuple[torch.Tensor, list[torc
                 values[a.name] = kwargs[a.name]
         else:
             values[a.name] = args[i]
-    writes = [a.name for a in schema.arguments if a.alias_info is not None and a.alias_info.is_write]
+    writes = written_names(func)
     if not writes:
         return []
     out = []

@@ -23,6 +23,7 @@ def capture_trace(s: Step) -> None:
 @step()
 def compare(s: Step) -> None:
     from dtrlab.analysis import compare as cmp
+    from dtrlab.report.compare_figure import compare_figure
 
     traces = list(s.params.traces)
     sweeps = {t: pd.read_parquet(p) for t, p in zip(traces, s.input.sweeps, strict=True)}
@@ -32,6 +33,4 @@ def compare(s: Step) -> None:
     atlases = {a["trace"]: a for a in map(read_json, s.input.atlases) if a["heuristic"] == heuristic}
     df = cmp.table(traces, set(s.params.captured), sweeps, baselines, atlases, s.params.min_gap)
     write_table(df, s.output.parquet, s.output.csv)
-    from dtrlab.report.compare_figure import compare_figure
-
     compare_figure(sweeps, set(s.params.captured), s.output.pdf, s.output.png)
