@@ -112,6 +112,44 @@ def test_claims_check_respects_published_precision():
     assert not rows["lo"]["match"] and rows["lo"]["difference"] == pytest.approx(-0.001)
 
 
+def test_refinement_windows_are_edges_regime_gaps_and_holes():
+    from dtrlab.analysis import refine
+
+    s = sweep([(0.1, 10, "oom", None), (0.2, 20, "ok", 9.0), (0.3, 30, "ok", 5.0), (0.4, 40, "ok", 1.2),
+               (0.5, 50, "ok", 1.0), (0.6, 60, "ok", 1.0)])
+    assert refine.windows(s, 2.0) == [(0.1, 0.2), (0.3, 0.4)]  # outcome differs; 5.0 / 1.2 >= 2 (9 / 5 is not)
+    assert refine.windows(s, 2.0, holes=[(0.52, 0.53)]) == [(0.1, 0.2), (0.3, 0.4), (0.5, 0.6)]
+    assert refine.windows(s, 2.0, holes=[(0.45, 0.55)]) == [(0.1, 0.2), (0.3, 0.4), (0.4, 0.5), (0.5, 0.6)]
+    assert refine.fine_ratios([(0.25, 0.26), (0.26, 0.262)], 0.001) == [
+        0.251, 0.252, 0.253, 0.254, 0.255, 0.256, 0.257, 0.258, 0.259, 0.261]  # decimal grid, ends excluded
+    with pytest.raises(ValueError):
+        refine.windows(s, 1.0)
+    with pytest.raises(ValueError):
+        refine.fine_ratios([(0.1, 0.2)], 0.0)
+
+
+def test_refining_around_a_hole_finds_resnet32s_inversion(load):
+    """The coarse grid steps over ResNet-32's OOM band (0.10 and 0.11 both
+    ok); refined around the atlas's hole there, the sweep shows the C3
+    bracket 0.102-0.106 (real replays)."""
+    from dtrlab import sweeps
+    from dtrlab.analysis import refine
+
+    t = load("resnet32")
+
+    def replay(ratios):
+        points = [{"heuristic": "DTR", "ratio": r, "cap": 60.0, "seed": 0} for r in ratios]
+        return sweeps.table(sweeps.run_points(t, points, progress=False))
+
+    coarse = replay([0.09, 0.10, 0.11, 0.12])
+    assert list(coarse.status) == ["oom", "ok", "ok", "ok"] and inversions.brackets(coarse) == []
+    spans = refine.windows(coarse, 2.0, holes=[(0.1025, 0.1065)])
+    assert spans == [(0.09, 0.1), (0.1, 0.11)]
+    fine = replay([r for r in refine.fine_ratios(spans, 0.001) if r not in set(coarse.ratio)])
+    (b,) = inversions.brackets(pd.concat([coarse, fine]))
+    assert (b["lo_ratio"], b["hi_ratio"], b["statuses"]) == (0.102, 0.106, ["oom"])
+
+
 def test_the_comparison_row_counts_switches_inversions_and_holes():
     """One trace's row of the side-by-side (Section 'Beyond the public traces')."""
     from dtrlab.analysis import compare
@@ -125,10 +163,20 @@ def test_the_comparison_row_counts_switches_inversions_and_holes():
     })
     atlas = {"lo_budget": 0, "hi_budget": 99, "holes": [{"lo": 30, "hi": 34}, {"lo": 70, "hi": 70}],
              "classes": [{"lo": 0, "hi": 49, "exact": True}, {"lo": 50, "hi": 99, "exact": False}]}
+    atlas["forensics"] = [{"hole": {"lo": 30, "hi": 34}, "fail": {"depth": 7, "pinned": 24}},
+                          {"hole": {"lo": 70, "hi": 70}, "fail": None}]  # an OOM, then a thrashed hole
     r = compare.row("x", True, sweep, {"peak": 100, "const": 25}, atlas, min_gap=2.0)
     assert (r["smallest_ok_ratio"], r["ok_budgets"], r["inversions"]) == (0.2, 4, 1)
+    assert (r["oom_holes"], r["oom_max_depth"], r["oom_max_pinned_share"]) == (1, 7, 0.8)
+    assert (r["full_budget_overhead"], r["sweep_step"], r["fine_step"], r["refined_budgets"]) == (None, 0.1, None, 0)
     assert (r["slow_budgets"], r["regime_switches"]) == (2, 1)  # 9, 8 slow | 1.2, 1.0 fast
     assert r["largest_adjacent_overhead_ratio"] == pytest.approx(8.0 / 1.2)
     assert (r["holes"], r["hole_bytes"], r["widest_hole_bytes"], r["atlas_exact_share"]) == (2, 6, 5, 0.5)
     assert r["const_share"] == 0.25
     assert compare.row("x", False, sweep, {"peak": 100, "const": 0}, None, 2.0)["holes"] is None
+    # Refined: neighbours of the sweep are adjacent (0.45 and 0.5 here, a fine step apart).
+    refined = pd.concat([sweep.assign(fine=False), pd.DataFrame({
+        "ratio": [0.45], "status": ["ok"], "overhead": [1.1], "budget": [45], "heuristic": ["DTR"], "fine": [True]})])
+    r = compare.row("x", True, refined, {"peak": 100, "const": 25}, None, min_gap=2.0)
+    assert (r["sweep_step"], r["fine_step"], r["refined_budgets"]) == (0.1, 0.05, 1)
+    assert r["largest_adjacent_overhead_ratio"] == pytest.approx(8.0 / 1.1)

@@ -177,11 +177,23 @@ def test_costs_follow_the_stated_roofline():
     assert costs.roofline(torch.ops.aten.t.default, (a,), {}, a.t()) == costs.LAUNCH_NS
 
 
-@pytest.mark.parametrize("name", ["unet", "lstm_lm"])
-def test_captured_models_replay_exactly_at_their_peak(name, tmp_path):
+SMALL = {"resnet50": dict(batch=1), "vit_b_16": dict(batch=1), "gpt2_small": dict(batch=1, tokens=8),
+         "unet": dict(batch=1, size=32), "lstm_lm": dict(batch=2, tokens=6)}
+
+
+def test_every_built_in_model_has_a_small_test_size():
     from dtrlab.capture import models
 
-    small = {"unet": dict(batch=1, size=32), "lstm_lm": dict(batch=2, tokens=6)}[name]
+    assert set(SMALL) == set(models.MODELS)
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_captured_models_replay_exactly_at_their_peak(name, tmp_path):
+    """Every built-in model (the workflow's, at a small size) loads and
+    replays at its peak with overhead 1.0."""
+    from dtrlab.capture import models
+
+    small = SMALL[name]
     t = replay(capture.capture_workload(models.MODELS[name](**small)), tmp_path)
     r = dtrlab.simulate(t, ratio=1.0)
     assert (r.status, r.overhead, r.remat_compute) == ("ok", 1.0, 0)  # (eager evictions of freed storages count)
@@ -195,8 +207,7 @@ def test_simrd_replays_captured_models_as_we_do(name, tmp_path):
     events as the engine on captured traces, at several budgets."""
     from dtrlab.capture import models
 
-    small = {"unet": dict(batch=1, size=32), "lstm_lm": dict(batch=2, tokens=6)}[name]
-    t = replay(capture.capture_workload(models.MODELS[name](**small)), tmp_path)
+    t = replay(capture.capture_workload(models.MODELS[name](**SMALL[name])), tmp_path)
     for ratio in (1.0, 0.95, 0.9, 0.8, 0.7, 0.5):
         ours = dtrlab.simulate(t, ratio=ratio, events=True)
         ref = dtrlab.simulate(t, ratio=ratio, events=True, engine="simrd")

@@ -1,6 +1,6 @@
 # Beyond the 2020 traces: models captured from stock PyTorch (config capture),
 # then every trace, public and captured, compared on one DTR budget sweep
-# (sweeps compare_<trace>) and its atlas (the captured ones' in
+# (sweeps compare_<trace>, refined where it changes by compare_refine) and its atlas (the captured ones' in
 # results/atlas-captured). Steps: dtrlab.steps.capture.
 
 
@@ -23,9 +23,41 @@ rule capture_trace:
         STEP
 
 
+def compare_atlas(wildcards):
+    """The trace's atlas of the sweep's heuristic, where it has one (a list)."""
+    name = "atlas-captured" if wildcards.trace in CAPTURED else "atlas"
+    path = f"{RESULTS}/{name}/{wildcards.trace}/{HEURISTIC}/atlas.json"
+    return [path] if path in atlas_files(name) else []
+
+
+rule compare_refine:
+    input:
+        sweep=f"{RESULTS}/sweeps/compare_{{trace}}.parquet",
+        atlas=compare_atlas,
+        trace=trace_input,
+        engine=engine_inputs,
+    output:
+        parquet=f"{RESULTS}/compare/sweeps/{{trace}}.parquet",
+        csv=f"{RESULTS}/compare/sweeps/{{trace}}.csv",
+    log:
+        f"{RESULTS}/logs/compare/refine-{{trace}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/compare/refine-{{trace}}.tsv"
+    threads: EXP["threads"]
+    params:
+        step=CAPTURE["fine_step"],
+        min_gap=CAPTURE["min_gap"],
+        heuristic=HEURISTIC,
+        cap=CAP,
+        engine=ENGINE,
+        start=START,
+    script:
+        STEP
+
+
 rule compare:
     input:
-        sweeps=[f"{RESULTS}/sweeps/compare_{t}.parquet" for t in ALL_TRACES],
+        sweeps=expand(rules.compare_refine.output.parquet, trace=ALL_TRACES),
         baselines=[f"{RESULTS}/baselines/{t}.json" for t in ALL_TRACES],
         atlases=[*ATLAS_FILES, *atlas_files("atlas-captured")],
     output:
@@ -59,5 +91,6 @@ ARTIFACTS["capture"] = [
             rules.atlas_trace.output, atlas="atlas-captured", trace=t, heuristic=h
         )
     ],
+    *expand(rules.compare_refine.output, trace=ALL_TRACES),
     *rules.compare.output,
 ]

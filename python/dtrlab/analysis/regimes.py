@@ -34,12 +34,15 @@ def classify(sweep: pd.DataFrame, min_gap: float = 2.0) -> tuple[pd.DataFrame, d
     return df, info
 
 
-def largest_adjacent_ratio(sweep: pd.DataFrame, step: float = 0.001) -> dict | None:
-    """The largest overhead ratio between two ok budgets ``step`` apart."""
+def largest_adjacent_ratio(sweep: pd.DataFrame, step: float | None = 0.001) -> dict | None:
+    """The largest overhead ratio between two ok budgets ``step`` apart
+    (``None``: between any two neighbouring budgets of the sweep)."""
     df = sweep.sort_values("ratio").reset_index(drop=True)
     best = None
     for (_, a), (_, b) in zip(df.iterrows(), df.iloc[1:].iterrows()):
-        if a.status != "ok" or b.status != "ok" or round(b.ratio - a.ratio, 9) != round(step, 9):
+        if a.status != "ok" or b.status != "ok":
+            continue
+        if step is not None and round(b.ratio - a.ratio, 9) != round(step, 9):
             continue
         hi, lo = (a, b) if a.overhead >= b.overhead else (b, a)
         ratio = hi.overhead / lo.overhead
@@ -56,7 +59,7 @@ def _plain(x):
     return x.item() if hasattr(x, "item") else x
 
 
-def summarize(sweep: pd.DataFrame, points: list[float], min_gap: float = 2.0, step: float = 0.001) -> dict:
+def summarize(sweep: pd.DataFrame, points: list[float], min_gap: float = 2.0, step: float | None = 0.001) -> dict:
     """Regimes of the sweep; the largest adjacent ratio both among the paper's
     points (what the paper quotes) and over the whole sweep (finer)."""
     classified, info = classify(sweep, min_gap)

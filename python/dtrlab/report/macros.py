@@ -219,6 +219,23 @@ def atlas(atlases: list[dict]) -> dict[str, str]:
     return out
 
 
+def _oom_sentence(pub: pd.DataFrame, cap: pd.DataFrame) -> str:
+    """What the failures in the atlas holes look like (as C4), for each group
+    that has holes; said plainly when a group has none."""
+    parts = []
+    for label, part in (("public", pub), ("captured", cap)):
+        holes, ooms = int(part.holes.fillna(0).sum()), int(part.oom_holes.fillna(0).sum())
+        if not holes:
+            parts.append(f"the {label} traces have no hole")
+            continue
+        text = f"{integer(ooms)} of the {integer(holes)} holes of the {label} traces fail by running out of memory"
+        if ooms:
+            text += (f", with up to {percent(part.oom_max_pinned_share.max(), 0)} of the budget pinned and at"
+                     f" rematerialization depths up to {integer(part.oom_max_depth.max())}")
+        parts.append(text)
+    return "; ".join(parts)
+
+
 def comparison(df: pd.DataFrame) -> dict[str, str]:
     """The side-by-side of public and captured traces, in words."""
     pub, cap = df[~df.captured], df[df.captured]
@@ -232,6 +249,9 @@ def comparison(df: pd.DataFrame) -> dict[str, str]:
         "CompareLo": short_ratio(float(df.sweep_lo.min())),
         "CompareHi": short_ratio(float(df.sweep_hi.max())),
         "CompareStep": short_ratio(float(df.sweep_step.max())),
+        "CompareFineStep": short_ratio(float(df.fine_step.min())) if df.fine_step.notna().any() else "--",
+        "CompareRefined": integer(int(df.refined_budgets.sum())),
+        "CompareFullOne": integer(int((df.full_budget_overhead == 1.0).sum())),
         "CompareCapturedNames": ", ".join(names[:-1]) + (" and " if len(names) > 1 else "") + names[-1]
         if names else "none",
         "ComparePublic": integer(len(pub)),
@@ -243,6 +263,7 @@ def comparison(df: pd.DataFrame) -> dict[str, str]:
         "ComparePublicHoled": count(pub, "holes"),
         "CompareCapturedHoled": count(cap, "holes"),
         "CompareCapturedHoles": integer(int(cap.holes.fillna(0).sum())),
+        "CompareOomFailures": _oom_sentence(pub, cap),
         "CompareCapturedSmallestOk": "--" if cap.smallest_ok_ratio.isna().all()
         else ratio(float(cap.smallest_ok_ratio.min())),
         "CompareCapturedLargestOk": "--" if cap.smallest_ok_ratio.isna().all()

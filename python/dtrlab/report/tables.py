@@ -199,8 +199,12 @@ def compare(df: pd.DataFrame) -> str:
         "inversions": df.inversions,
         "holes": df.holes,
         "widest hole (B)": df.widest_hole_bytes,
+        "OOM holes": df.oom_holes,
+        "depth": df.oom_max_depth,
+        "pinned": df.oom_max_pinned_share,
         "exact": df.atlas_exact_share,
     })
-    return booktabs(t, {"peak (MB)": lambda v: integer(round(v)), "constants": share, "smallest ok": decimal(2),
+    return booktabs(t, {"peak (MB)": lambda v: integer(round(v)), "constants": share, "smallest ok": decimal(3),
                         "slow": integer, "switches": integer, "largest ratio": decimal(2), "inversions": integer,
-                        "holes": integer, "widest hole (B)": integer, "exact": share}, align="llrrrrrrrrrr")
+                        "holes": integer, "widest hole (B)": integer, "OOM holes": integer, "depth": integer,
+                        "pinned": share, "exact": share}, align="llrrrrrrrrrrrrr")
