@@ -11,8 +11,11 @@ under a time limit:
 - **evictions**: every public trace replayed with DTR (cap 60) at a spread of
   budget ratios; replay time against the number of evictions.
 
-Native replay times are the minimum of ``--repeat`` replays (3) in that
-subprocess. Each axis gets a log-log least-squares slope (1 = linear). With ``DTRLAB_SIMRD``
+Replay times are the minimum over repeated replays in that subprocess, for
+both engines alike: at least ``--repeat`` (3) for the engine and once for
+simrd, then again until ``--min-time`` seconds (1) have been spent on the point
+(at most 100 replays), as `timeit` does, so that sub-millisecond points are not
+one scheduler hiccup away from a wrong figure. Each axis gets a log-log least-squares slope (1 = linear). With ``DTRLAB_SIMRD``
 set, the reference simulator runs the same points where it finishes within the
 time limit, side by side.
 
@@ -46,7 +49,22 @@ CHAIN_BUDGET = 158 + 200
 CHILD = r"""
 import json, resource, sys, time
 engine, path, runs, repeat = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), int(sys.argv[4])
+min_time = float(sys.argv[5])
 out = {"runs": []}
+
+
+def timed(replay, at_least):
+    # The minimum time of replay() over at least `at_least` calls, more until
+    # `min_time` seconds are spent (at most 100); and its last result.
+    best, spent, n = float("inf"), 0.0, 0
+    while n < at_least or (spent < min_time and n < 100):
+        t0 = time.perf_counter()
+        r = replay()
+        dt = time.perf_counter() - t0
+        best, spent, n = min(best, dt), spent + dt, n + 1
+    return best, n, r
+
+
 if engine == "native":
     import dtrlab
     t0 = time.perf_counter()
@@ -54,20 +72,14 @@ if engine == "native":
     out["parse_s"] = time.perf_counter() - t0
     for run in runs:
         cap = run.pop("cap", 60.0)
-        best = float("inf")
-        for _ in range(repeat):  # the minimum of `repeat` replays
-            t0 = time.perf_counter()
-            r = dtrlab.simulate(trace, cap=cap, **run)
-            best = min(best, time.perf_counter() - t0)
-        out["runs"].append({"seconds": best, "status": r.status, "evictions": r.evictions})
+        best, n, r = timed(lambda: dtrlab.simulate(trace, cap=cap, **run), repeat)
+        out["runs"].append({"seconds": best, "replays": n, "status": r.status, "evictions": r.evictions})
 else:
     from dtrlab import reference  # runs simrd in a thread with a deep stack
     base = reference.baseline(path)
     for run in runs:
-        t0 = time.perf_counter()
-        r = reference.simulate(path, baseline_figures=base, **run)
-        out["runs"].append({"seconds": time.perf_counter() - t0, "status": r.status,
-                            "evictions": r.evictions})
+        best, n, r = timed(lambda: reference.simulate(path, baseline_figures=base, **run), 1)
+        out["runs"].append({"seconds": best, "replays": n, "status": r.status, "evictions": r.evictions})
 out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps(out))
 """
@@ -77,14 +89,17 @@ def log(msg: str) -> None:
     print(f"[scaling] {msg}", file=sys.stderr, flush=True)
 
 
-#: Native replays per point (the minimum is reported); simrd runs once.
+#: Engine replays per point at least (simrd: once), and seconds spent on a
+#: point before its minimum is taken (see the module's docstring).
 REPEAT = 3
+MIN_TIME = 1.0
 
 
 def measure(engine: str, path: Path, runs: list[dict], limit: float) -> dict | None:
     """One subprocess; None if it did not finish within ``limit`` seconds."""
     try:
-        p = subprocess.run([sys.executable, "-c", CHILD, engine, str(path), json.dumps(runs), str(REPEAT)],
+        p = subprocess.run([sys.executable, "-c", CHILD, engine, str(path), json.dumps(runs), str(REPEAT),
+                            str(MIN_TIME)],
                            capture_output=True, text=True, timeout=limit)
     except subprocess.TimeoutExpired:
         return None
@@ -147,7 +162,8 @@ def result_fields(m: dict | None) -> dict:
         return {"finished": False, "error": m["error"]}
     run = m["runs"][0]
     return {"finished": True, "parse_s": round(m.get("parse_s", float("nan")), 6),
-            "replay_s": round(run["seconds"], 6), "status": run["status"], "evictions": run["evictions"],
+            "replay_s": round(run["seconds"], 6), "replays": run["replays"], "status": run["status"],
+            "evictions": run["evictions"],
             "peak_rss_mb": round(m["peak_rss_mb"], 1)}
 
 
@@ -176,8 +192,9 @@ def evictions_axis(trace_keys: list[str], ratios: list[float], limit: float, wit
                     row.update(finished=False, **({"error": m["error"]} if m else {}))
                 else:
                     run = m["runs"][0]
-                    row.update(finished=True, replay_s=round(run["seconds"], 6), status=run["status"],
-                               evictions=run["evictions"], peak_rss_mb=round(m["peak_rss_mb"], 1))
+                    row.update(finished=True, replay_s=round(run["seconds"], 6), replays=run["replays"],
+                               status=run["status"], evictions=run["evictions"],
+                               peak_rss_mb=round(m["peak_rss_mb"], 1))
                 rows.append(row)
                 log(json.dumps(row))
     return rows
@@ -205,25 +222,26 @@ def summarize(chain: list[dict], evictions: list[dict]) -> dict:
 
 def markdown(chain: list[dict], evictions: list[dict], fits: dict) -> str:
     out = ["## Chain depth", "",
-           "| depth | file (MB) | heuristic | engine | parse (s) | replay (s) | status | evictions | peak RSS (MB) |",
-           "|---:|---:|---|---|---:|---:|---|---:|---:|"]
+           "| depth | file (MB) | heuristic | engine | parse (s) | replay (s) | replays | status | evictions "
+           "| peak RSS (MB) |",
+           "|---:|---:|---|---|---:|---:|---:|---|---:|---:|"]
     for r in chain:
         if r.get("finished"):
             out.append(f"| {r['depth']:,} | {r['file_mb']} | {r['heuristic']} | {r['engine']} | {r['parse_s']} | "
-                       f"{r['replay_s']} | {r['status']} | {r['evictions']:,} | {r['peak_rss_mb']} |")
+                       f"{r['replay_s']} | {r['replays']} | {r['status']} | {r['evictions']:,} | {r['peak_rss_mb']} |")
         else:
             out.append(f"| {r['depth']:,} | {r['file_mb']} | {r['heuristic']} | {r['engine']} | - | "
-                       f"{r.get('error', 'time limit')} | - | - | - |")
+                       f"{r.get('error', 'time limit')} | - | - | - | - |")
     out += ["", "## Evictions (every trace, DTR, cap 60)", "",
-            "| trace | ratio | engine | replay (s) | status | evictions | µs per eviction |",
-            "|---|---:|---|---:|---|---:|---:|"]
+            "| trace | ratio | engine | replay (s) | replays | status | evictions | µs per eviction |",
+            "|---|---:|---|---:|---:|---|---:|---:|"]
     for r in evictions:
         if r.get("finished"):
             per = f"{1e6 * r['replay_s'] / r['evictions']:.1f}" if r["evictions"] else "-"
-            out.append(f"| {r['trace']} | {r['ratio']} | {r['engine']} | {r['replay_s']} | {r['status']} | "
+            out.append(f"| {r['trace']} | {r['ratio']} | {r['engine']} | {r['replay_s']} | {r['replays']} | {r['status']} | "
                        f"{r['evictions']:,} | {per} |")
         else:
-            out.append(f"| {r['trace']} | {r['ratio']} | {r['engine']} | {r.get('error', 'time limit')} | - | - | - |")
+            out.append(f"| {r['trace']} | {r['ratio']} | {r['engine']} | {r.get('error', 'time limit')} | - | - | - | - |")
     pairs = side_by_side(chain, evictions)
     if pairs:
         out += ["", "## Side by side with simrd (same run, same machine)", "",
@@ -300,7 +318,7 @@ def figure(chain: list[dict], evictions: list[dict], path: Path) -> None:
 
 
 def main() -> int:
-    global REPEAT
+    global REPEAT, MIN_TIME
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--axis", choices=["chain", "evictions", "both"], default="both")
     ap.add_argument("--max-depth", type=int, default=DEPTHS[-1], help="deepest chain (default 10^6)")
@@ -308,12 +326,15 @@ def main() -> int:
     ap.add_argument("--simrd-max-depth", type=int, default=3_000, help="deepest chain given to simrd")
     ap.add_argument("--traces", default=",".join(TRACES))
     ap.add_argument("--no-simrd", action="store_true", help="skip the reference even if configured")
-    ap.add_argument("--repeat", type=int, default=REPEAT, help="native replays per point; the minimum is kept")
+    ap.add_argument("--repeat", type=int, default=REPEAT,
+                    help="engine replays per point at least (simrd: once); the minimum is kept")
+    ap.add_argument("--min-time", type=float, default=MIN_TIME,
+                    help="replay a point again until this many seconds are spent on it (at most 100 replays)")
     ap.add_argument("--out", default="benchmarks/out/scaling")
     args = ap.parse_args()
-    REPEAT = args.repeat
-    if args.limit <= 0 or args.max_depth < 1 or args.repeat < 1:
-        ap.error("--limit, --max-depth and --repeat must be positive")
+    REPEAT, MIN_TIME = args.repeat, args.min_time
+    if args.limit <= 0 or args.max_depth < 1 or args.repeat < 1 or args.min_time < 0:
+        ap.error("--limit, --max-depth and --repeat must be positive, --min-time not negative")
     with_ref = bool(os.environ.get("DTRLAB_SIMRD")) and not args.no_simrd
     chain, evictions = [], []
     with tempfile.TemporaryDirectory(prefix="dtrlab-scaling-") as work:

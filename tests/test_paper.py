@@ -62,6 +62,28 @@ def test_forensics_without_a_failure_is_reported_not_invented():
         macros.forensics(ok)
 
 
+def test_the_comparison_says_what_each_group_shows_and_what_the_atlas_missed():
+    import pandas as pd
+
+    base = {"captured": False, "smallest_ok_ratio": 0.2, "largest_adjacent_overhead_ratio": 2.0, "sweep_lo": 0.05,
+            "sweep_hi": 1.0, "sweep_step": 0.01, "fine_step": 0.001, "refined_budgets": 9, "full_budget_overhead": 1.0,
+            "regime_switches": 0}
+    df = pd.DataFrame([
+        {**base, "trace": "resnet32", "inversions": 1, "holes": 2, "oom_holes": 1, "oom_max_depth": 118,
+         "oom_max_pinned_share": 0.8504},
+        {**base, "trace": "pt_vit_b_16", "captured": True, "inversions": 2, "holes": 0, "oom_holes": 0,
+         "oom_max_depth": None, "oom_max_pinned_share": None, "full_budget_overhead": 1.5},
+    ])
+    m = macros.comparison(df)
+    assert m["CompareOomFailures"] == ("1 of the 2 holes of the public traces fail by running out of memory, with up"
+                                       " to 85.0\\% of the budget pinned and at rematerialization depths up to 118;"
+                                       " the captured traces have no hole")
+    assert m["CompareSweepOnly"].startswith("On ViT-B/16 the refined sweep finds inversions where the atlas shows no")
+    assert (m["CompareFullOne"], m["CompareRefined"], m["CompareFineStep"]) == ("1", "18", "0.001")
+    df.loc[1, "inversions"] = 0
+    assert macros.comparison(df)["CompareSweepOnly"].startswith("Every inversion of the refined sweep")
+
+
 def test_tables_escape_latex_and_mark_missing_values():
     tex = tables.booktabs(pd.DataFrame({"name": ["a_b & c%"], "v": [None]}), {"v": tables.integer})
     assert r"a\_b \& c\%" in tex and "--" in tex and tex.count(r"\toprule") == 1
