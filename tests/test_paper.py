@@ -76,7 +76,7 @@ def test_the_comparison_says_what_each_group_shows_and_what_the_atlas_missed():
     ])
     m = macros.comparison(df)
     assert m["CompareOomFailures"] == ("1 of the 2 holes of the public traces fail by running out of memory, with up"
-                                       " to 85.0\\% of the budget pinned and at rematerialization depths up to 118;"
+                                       " to 85.04\\% of the budget pinned and at rematerialization depths up to 118;"
                                        " the captured traces have no hole")
     assert m["CompareSweepOnly"].startswith("On ViT-B/16 the refined sweep finds inversions where the atlas shows no")
     assert (m["CompareFullOne"], m["CompareRefined"], m["CompareFineStep"]) == ("1", "18", "0.001")

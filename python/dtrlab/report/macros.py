@@ -230,7 +230,7 @@ def _oom_sentence(pub: pd.DataFrame, cap: pd.DataFrame) -> str:
             continue
         text = f"{integer(ooms)} of the {integer(holes)} holes of the {label} traces fail by running out of memory"
         if ooms:
-            text += (f", with up to {percent(part.oom_max_pinned_share.max(), 1)} of the budget pinned and at"
+            text += (f", with up to {percent(part.oom_max_pinned_share.max())} of the budget pinned and at"
                      f" rematerialization depths up to {integer(part.oom_max_depth.max())}")
         parts.append(text)
     return "; ".join(parts)
