@@ -23,13 +23,6 @@ rule capture_trace:
         STEP
 
 
-def compare_atlas(wildcards):
-    """The trace's atlas of the sweep's heuristic, where it has one (a list)."""
-    name = "atlas-captured" if wildcards.trace in CAPTURED else "atlas"
-    path = f"{RESULTS}/{name}/{wildcards.trace}/{HEURISTIC}/atlas.json"
-    return [path] if path in atlas_files(name) else []
-
-
 rule compare_refine:
     input:
         sweep=f"{RESULTS}/sweeps/compare_{{trace}}.parquet",

@@ -149,6 +149,13 @@ def atlas_files(atlas):
     ]
 
 
+def compare_atlas(wildcards):
+    """The trace's atlas of the sweep's heuristic, where it has one (a list)."""
+    name = "atlas-captured" if wildcards.trace in CAPTURED else "atlas"
+    path = f"{RESULTS}/{name}/{wildcards.trace}/{HEURISTIC}/atlas.json"
+    return [path] if path in atlas_files(name) else []
+
+
 # Every step (dtrlab.steps, the function named after its rule) runs through
 # this script, which hands it the rule's named inputs, outputs and params.
 STEP = "../scripts/step.py"
