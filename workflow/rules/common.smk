@@ -152,7 +152,7 @@ def atlas_files(atlas):
 def compare_atlas(wildcards):
     """The trace's atlas of the sweep's heuristic, where it has one (a list)."""
     name = "atlas-captured" if wildcards.trace in CAPTURED else "atlas"
-    path = f"{RESULTS}/{name}/{wildcards.trace}/{HEURISTIC}/atlas.json"
+    path = "/".join([RESULTS, name, wildcards.trace, HEURISTIC, "atlas.json"])
     return [path] if path in atlas_files(name) else []
 
 
