@@ -151,8 +151,9 @@ def atlas_files(atlas):
 
 def compare_atlas(wildcards):
     """The trace's atlas of the sweep's heuristic, where it has one (a list)."""
-    name = "atlas-captured" if wildcards.trace in CAPTURED else "atlas"
-    path = "/".join([RESULTS, name, wildcards.trace, HEURISTIC, "atlas.json"])
+    trace = wildcards.trace
+    name = "atlas-captured" if trace in CAPTURED else "atlas"
+    path = f"{RESULTS}/{name}/{trace}/{HEURISTIC}/atlas.json"
     return [path] if path in atlas_files(name) else []
 
 
