@@ -152,17 +152,23 @@ def forensics(c4: dict) -> dict[str, str]:
     return out
 
 
+def listing(items: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``; "none" for no item."""
+    if not items:
+        return "none"
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
 def ablation(c5: dict, table: pd.DataFrame) -> dict[str, str]:
-    def listing(items):
-        items = [f"``{escape(v)}''" for v in items]
-        return "none" if not items else (items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1])
+    def quoted(items):
+        return listing([f"``{escape(v)}''" for v in items])
 
     return {
         "AblationHeuristics": integer(table.heuristic.nunique()),
         "AblationVariants": integer(len(c5["variants_tested"])),
-        "AblationSwitching": listing(c5["switching_variants"]),
+        "AblationSwitching": quoted(c5["switching_variants"]),
         "AblationSwitchingCount": integer(len(c5["switching_variants"])),
-        "AblationInverting": listing(c5["inverting_variants"]),
+        "AblationInverting": quoted(c5["inverting_variants"]),
         "AblationSupported": "do" if c5["joint_size_staleness_supported"] else "do not",
         "AblationStatement": escape(c5["statement"]),
     }
@@ -242,8 +248,7 @@ def _sweep_only_sentence(df: pd.DataFrame) -> str:
     missed = df[(df.inversions > 0) & (df.holes.fillna(0) == 0) & df.holes.notna()]
     if missed.empty:
         return "Every inversion of the refined sweep lies on a trace where the atlas shows holes too."
-    names = [TRACE_NAMES.get(t, t) for t in missed.trace]
-    listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    listed = listing([TRACE_NAMES.get(t, t) for t in missed.trace])
     return (f"On {listed} the refined sweep finds inversions where the atlas shows no hole: between two probes"
             " with the same outcome the atlas assumes that outcome, so its hole counts are lower bounds.")
 
@@ -264,8 +269,7 @@ def comparison(df: pd.DataFrame) -> dict[str, str]:
         "CompareFineStep": short_ratio(float(df.fine_step.min())) if df.fine_step.notna().any() else "--",
         "CompareRefined": integer(int(df.refined_budgets.sum())),
         "CompareFullOne": integer(int((df.full_budget_overhead == 1.0).sum())),
-        "CompareCapturedNames": ", ".join(names[:-1]) + (" and " if len(names) > 1 else "") + names[-1]
-        if names else "none",
+        "CompareCapturedNames": listing(names),
         "ComparePublic": integer(len(pub)),
         "CompareCaptured": integer(len(cap)),
         "ComparePublicSwitching": count(pub, "regime_switches"),
