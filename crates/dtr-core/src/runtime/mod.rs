@@ -108,6 +108,9 @@ struct Replay<'a> {
     /// storages, and rematerializing one rebuilds this region.
     owed_fwd: Vec<Vec<(u32, Rc<Region>)>>,
     owed_rev: Vec<Vec<(u32, Rc<Region>)>>,
+    /// Storages that were owed absorbs since the last `settle_owed` (some
+    /// may have been settled since, or listed twice).
+    owed_list: Vec<u32>,
     /// Regions owed a rebuild (`[forward, reverse]` per storage) and their
     /// list (which may also hold entries already rebuilt). A
     /// rematerialization asks for a rebuild of every region around it, and
@@ -211,6 +214,7 @@ impl<'a> Replay<'a> {
             rev: if regions_on { vec![Region::default(); n] } else { Vec::new() },
             owed_fwd: if regions_on { vec![Vec::new(); n] } else { Vec::new() },
             owed_rev: if regions_on { vec![Vec::new(); n] } else { Vec::new() },
+            owed_list: Vec::new(),
             stale: if regions_on { vec![[false; 2]; n] } else { Vec::new() },
             stale_list: [Vec::new(), Vec::new()],
             marked: if regions_on { vec![[0; 2]; n] } else { Vec::new() },
@@ -311,6 +315,11 @@ impl<'a> Replay<'a> {
                 self.eager = if alias_of_evicted { Eager::All } else { Eager::Forward };
             }
             self.flush(self.eager);
+            if alias_of_evicted {
+                // The compute about to change is read by absorbs still
+                // owed (see `settle_owed`).
+                self.settle_owed();
+            }
         }
         let outputs = o.first_output..o.first_output + o.n_outputs;
         self.created = outputs.end;
@@ -664,11 +673,13 @@ impl<'a> Replay<'a> {
             let own_rev = Rc::new(std::mem::take(&mut self.rev[s as usize]));
             for &p in &own_rev.frontier {
                 if !self.regions_unused(p) {
+                    self.list_owed(p);
                     self.owed_fwd[p as usize].push((s, own_fwd.clone()));
                 }
             }
             for &c in &own_fwd.frontier {
                 if !self.regions_unused(c) {
+                    self.list_owed(c);
                     self.owed_rev[c as usize].push((s, own_rev.clone()));
                 }
             }
