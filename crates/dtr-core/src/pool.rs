@@ -1,33 +1,35 @@
 //! The evictable pool: storages in the order they became evictable, with O(1)
-//! append and removal (an intrusive doubly linked list over storage ids).
+//! append and removal.
+//!
+//! Members sit in a vector of slots in pool order; a removal leaves a hole
+//! (`HOLE`), and the slots are compacted once holes outnumber members, so a
+//! scan in pool order reads one contiguous array (the victim scan reads every
+//! member at every eviction) and costs O(members) amortized. Each slot
+//! carries a payload `P` beside it (the victim scan's key), so that what a
+//! scan reads is contiguous too.
 
-const NIL: u32 = u32::MAX;
+/// A slot no member occupies.
+pub const HOLE: u32 = u32::MAX;
 
 #[derive(Debug, Clone)]
-pub struct Pool {
-    prev: Vec<u32>,
-    next: Vec<u32>,
-    member: Vec<bool>,
-    head: u32,
-    tail: u32,
+pub struct Pool<P = ()> {
+    /// Members in pool order, with holes.
+    slots: Vec<u32>,
+    /// Each slot's payload (default for a new member; left as is in holes).
+    payload: Vec<P>,
+    /// Per storage: its slot, or `HOLE` when it is not a member.
+    at: Vec<u32>,
     len: usize,
 }
 
-impl Pool {
+impl<P: Copy + Default> Pool<P> {
     pub fn new(capacity: usize) -> Self {
-        Pool {
-            prev: vec![NIL; capacity],
-            next: vec![NIL; capacity],
-            member: vec![false; capacity],
-            head: NIL,
-            tail: NIL,
-            len: 0,
-        }
+        Pool { slots: Vec::new(), payload: Vec::new(), at: vec![HOLE; capacity], len: 0 }
     }
 
     #[inline]
     pub fn contains(&self, s: u32) -> bool {
-        self.member[s as usize]
+        self.at[s as usize] != HOLE
     }
 
     pub fn len(&self) -> usize {
@@ -40,77 +42,74 @@ impl Pool {
 
     /// Append `s` at the end; returns false if it was already a member.
     pub fn push_back(&mut self, s: u32) -> bool {
-        if self.member[s as usize] {
+        if self.contains(s) {
             return false;
         }
-        self.member[s as usize] = true;
-        self.prev[s as usize] = self.tail;
-        self.next[s as usize] = NIL;
-        if self.tail == NIL {
-            self.head = s;
-        } else {
-            self.next[self.tail as usize] = s;
-        }
-        self.tail = s;
+        // Slot indices fit in u32: there are at most as many members as
+        // storages, and holes never outnumber members by more than `SLACK`.
+        self.at[s as usize] = self.slots.len() as u32;
+        self.slots.push(s);
+        self.payload.push(P::default());
         self.len += 1;
         true
     }
 
     /// Remove `s`; returns false if it was not a member.
     pub fn remove(&mut self, s: u32) -> bool {
-        if !self.member[s as usize] {
+        let slot = self.at[s as usize];
+        if slot == HOLE {
             return false;
         }
-        self.member[s as usize] = false;
-        let (p, n) = (self.prev[s as usize], self.next[s as usize]);
-        if p == NIL {
-            self.head = n;
-        } else {
-            self.next[p as usize] = n;
-        }
-        if n == NIL {
-            self.tail = p;
-        } else {
-            self.prev[n as usize] = p;
-        }
+        self.at[s as usize] = HOLE;
+        self.slots[slot as usize] = HOLE;
         self.len -= 1;
+        const SLACK: usize = 64;
+        if self.slots.len() > 2 * self.len + SLACK {
+            self.compact();
+        }
         true
     }
 
-    /// The first member, if any.
-    #[inline]
-    pub fn first(&self) -> Option<u32> {
-        (self.head != NIL).then_some(self.head)
+    /// Drop the holes, keeping pool order.
+    fn compact(&mut self) {
+        let mut kept = 0;
+        for i in 0..self.slots.len() {
+            let s = self.slots[i];
+            if s != HOLE {
+                self.slots[kept] = s;
+                self.payload[kept] = self.payload[i];
+                self.at[s as usize] = kept as u32;
+                kept += 1;
+            }
+        }
+        self.slots.truncate(kept);
+        self.payload.truncate(kept);
     }
 
-    /// The member after `s` (a member), if any.
+    /// The slots in pool order: members and holes (`HOLE`). Valid until the
+    /// pool next changes.
     #[inline]
-    pub fn next_of(&self, s: u32) -> Option<u32> {
-        let n = self.next[s as usize];
-        (n != NIL).then_some(n)
+    pub fn slots(&self) -> &[u32] {
+        &self.slots
+    }
+
+    /// The payloads, slot by slot beside `slots()`.
+    #[inline]
+    pub fn payload(&self) -> &[P] {
+        &self.payload
+    }
+
+    /// The payload of member `s`.
+    #[inline]
+    pub fn payload_mut(&mut self, s: u32) -> &mut P {
+        let slot = self.at[s as usize];
+        assert!(slot != HOLE, "storage {s} is not in the pool");
+        &mut self.payload[slot as usize]
     }
 
     /// Members in pool order.
-    pub fn iter(&self) -> PoolIter<'_> {
-        PoolIter { pool: self, at: self.head }
-    }
-}
-
-pub struct PoolIter<'a> {
-    pool: &'a Pool,
-    at: u32,
-}
-
-impl Iterator for PoolIter<'_> {
-    type Item = u32;
-    #[inline]
-    fn next(&mut self) -> Option<u32> {
-        if self.at == NIL {
-            return None;
-        }
-        let s = self.at;
-        self.at = self.pool.next[s as usize];
-        Some(s)
+    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.slots.iter().copied().filter(|&s| s != HOLE)
     }
 }
 
@@ -120,7 +119,7 @@ mod tests {
 
     #[test]
     fn keeps_insertion_order_through_removals() {
-        let mut p = Pool::new(8);
+        let mut p: Pool = Pool::new(8);
         for s in [3, 1, 4, 5] {
             assert!(p.push_back(s));
         }
@@ -136,5 +135,41 @@ mod tests {
         }
         assert!(p.is_empty());
         assert_eq!(p.iter().count(), 0);
+    }
+
+    #[test]
+    fn compaction_keeps_order_and_membership() {
+        // Against a plain vector model, through many compactions.
+        use crate::rng::SplitMix64;
+        let n = 300u32;
+        // Each member's payload is its id: it must follow its member.
+        let mut p: Pool<u32> = Pool::new(n as usize);
+        let mut model: Vec<u32> = Vec::new();
+        let mut rng = SplitMix64::new(11);
+        for _ in 0..20_000 {
+            let s = rng.below(n as u64) as u32;
+            if rng.below(2) == 0 {
+                assert_eq!(p.push_back(s), !model.contains(&s));
+                if !model.contains(&s) {
+                    model.push(s);
+                    *p.payload_mut(s) = s;
+                }
+            } else {
+                let i = model.iter().position(|&x| x == s);
+                assert_eq!(p.remove(s), i.is_some());
+                if let Some(i) = i {
+                    model.remove(i);
+                }
+            }
+            assert_eq!(p.len(), model.len());
+            assert!(p.slots().len() <= 2 * p.len() + 64);
+        }
+        assert_eq!(p.iter().collect::<Vec<_>>(), model);
+        for (&s, &x) in p.slots().iter().zip(p.payload()) {
+            assert!(s == HOLE || s == x);
+        }
+        for s in 0..n {
+            assert_eq!(p.contains(s), model.contains(&s));
+        }
     }
 }

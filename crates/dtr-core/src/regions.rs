@@ -177,13 +177,14 @@ impl Region {
         true
     }
 
-    /// This region, of a base whose only neighbour is `front` (its interior's
-    /// first storage after a rebuild), as the region of `front` once `front`
-    /// is resident: the base reaches nothing but through `front`, and the
-    /// graph is acyclic, so a walk from `front` finds the rest exactly.
-    /// Its compute must be current (see `created`).
-    pub fn into_region_of_front(mut self, front_compute: u64) -> Region {
-        self.interior.pop_front();
+    /// This region, of a base whose only evicted neighbour is `front` (at
+    /// `at` in its interior; first after a rebuild), as the region of
+    /// `front` once `front` is resident: the base reaches nothing evicted
+    /// but through `front`, and the graph is acyclic, so a walk from `front`
+    /// finds the same interior (the caller leaves on the frontier only what
+    /// that walk reaches). Its compute must be current (see `created`).
+    pub fn into_region_of_front(mut self, at: usize, front_compute: u64) -> Region {
+        self.interior.remove(at);
         self.compute = self.compute.checked_sub(front_compute).expect("a region's compute counts its interior");
         self.absorbs = 0;
         self.members = None;

@@ -18,16 +18,23 @@ impl Replay<'_> {
     pub(super) fn rebuild_around(&mut self, fresh: &[u32]) {
         let mut fwd_again: Vec<u32> = Vec::new();
         let mut rev_again: Vec<u32> = Vec::new();
+        // What the regions marked below can lose (see `mark_stale`).
+        let (mut fwd_loss, mut rev_loss) = (0u64, 0u64);
         for &s in fresh {
-            if self.cfg.eager_regions || !self.take_parent_region(s) {
+            if self.cfg.eager_regions || !self.take_parent_region(s, fresh) {
                 self.rebuild(s, Direction::Forward);
             }
             self.rebuild(s, Direction::Reverse);
-            rev_again.extend(self.fwd[s as usize].frontier.iter().copied());
-            fwd_again.extend(self.rev[s as usize].frontier.iter().copied());
+            let si = s as usize;
+            rev_again.extend(self.fwd[si].frontier.iter().copied());
+            fwd_again.extend(self.rev[si].frontier.iter().copied());
+            // Compute sums fit in u64 (the parser bounds the total).
+            fwd_loss = fwd_loss.saturating_add(self.compute[si] + self.fwd[si].compute);
+            rev_loss = rev_loss.saturating_add(self.compute[si] + self.rev[si].compute);
         }
         // Each once (marks, not a sort: a thrashing replay revisits thousands
-        // a step). Order is free: marking is idempotent, rebuilds independent.
+        // a step). Order is free: rebuilds are independent, and a bound
+        // lowered twice is still a bound.
         for again in [&mut fwd_again, &mut rev_again] {
             self.marks.reset();
             again.retain(|&x| self.marks.insert(x));
@@ -35,51 +42,110 @@ impl Replay<'_> {
         // Fresh storages are always rebuilt: their frontiers say whom to revisit.
         for s in fwd_again {
             if !self.regions_unused(s) {
-                self.mark_stale(s, Direction::Forward);
+                self.mark_stale(s, Direction::Forward, fwd_loss);
             }
         }
         for s in rev_again {
             if !self.regions_unused(s) {
-                self.mark_stale(s, Direction::Reverse);
+                self.mark_stale(s, Direction::Reverse, rev_loss);
             }
         }
     }
 
-    /// Give fresh `x` the forward region of a resident parent whose only
-    /// link is to `x` (see `Region::into_region_of_front`), if that region is
-    /// exact and current; the parent's own is then stale. A deep chain of
-    /// rematerializations so costs O(1) a level, not a walk of the chain.
-    fn take_parent_region(&mut self, x: u32) -> bool {
+    /// Give fresh `x` the forward region of a resident parent that reached
+    /// nothing evicted but through `x` (see `Region::into_region_of_front`),
+    /// if that region is exact and current; the parent's own is then stale.
+    /// A deep chain of rematerializations so costs O(1) a level, not a walk
+    /// of the chain.
+    ///
+    /// The parent's other neighbours were resident before this operator ran
+    /// (`fresh` are the storages it made resident), so every evicted storage
+    /// of the parent's region lay beyond `x`, and the region less `x` is
+    /// exactly what a walk from `x` finds (the graph is acyclic). Its
+    /// frontier may also hold those other neighbours: each stays only if
+    /// some storage of the region links to it.
+    fn take_parent_region(&mut self, x: u32, fresh: &[u32]) -> bool {
         let trace = self.trace;
         let created = self.created;
-        for &(activation, p) in trace.storage_rev.get(x) {
-            if activation >= created {
-                break;
-            }
+        let links = |s: u32, dir: Direction| {
+            let l = match dir {
+                Direction::Forward => trace.storage_fwd.get(s),
+                Direction::Reverse => trace.storage_rev.get(s),
+            };
+            l.iter().take_while(move |&&(a, _)| a < created).map(|&(_, n)| n)
+        };
+        for p in links(x, Direction::Reverse) {
             let pi = p as usize;
             let usable = self.material[pi]
                 && !self.regions_unused(p)
                 && !self.stale[pi][0]
                 && self.owed_fwd[pi].is_empty()
                 && self.fwd[pi].created == created
-                && self.fwd[pi].interior.front() == Some(&x)
-                && trace.storage_fwd.get(p).iter().take_while(|&&(a, _)| a < created).all(|&(_, n)| n == x);
+                && links(p, Direction::Forward).all(|n| n == x || (self.material[n as usize] && !fresh.contains(&n)));
             if usable {
-                let region = std::mem::take(&mut self.fwd[pi]);
-                self.fwd[x as usize] = region.into_region_of_front(self.compute[x as usize]);
+                // First after a rebuild; anywhere after absorbs.
+                let Some(at) = self.fwd[pi].interior.iter().position(|&v| v == x) else {
+                    continue;
+                };
+                let mut region = std::mem::take(&mut self.fwd[pi]);
+                let lost = region.compute;
+                if !links(p, Direction::Forward).all(|n| n == x) {
+                    let marks = &mut self.marks;
+                    marks.reset();
+                    for &v in &region.interior {
+                        marks.insert(v);
+                    }
+                    region.frontier.retain(|&c| {
+                        !links(p, Direction::Forward).any(|n| n == c) || links(c, Direction::Reverse).any(|q| marks.contains(q))
+                    });
+                }
+                self.fwd[x as usize] = region.into_region_of_front(at, self.compute[x as usize]);
+                self.touch(x);
                 self.owed_fwd[x as usize].clear();
                 self.stale[x as usize][0] = false;
-                self.mark_stale(p, Direction::Forward);
+                // Its region was `x` and x's: all of it left.
+                self.mark_stale(p, Direction::Forward, lost);
                 return true;
             }
         }
         false
     }
 
+    /// Mark a region stale after a rematerialization that can take at most
+    /// `loss` compute out of it, lowering its bound by that much.
+    ///
+    /// Why the bound holds. Rematerializing a set X of storages (the fresh
+    /// outputs of one operator) takes a storage v out of the forward region
+    /// of p only if every path of evicted storages from p to v passes
+    /// through X; after the last storage x of X on such a path the rest is
+    /// still evicted, so v is x or lies in x's new forward region. Hence the
+    /// region loses at most the compute of X and of their new regions (the
+    /// same holds in reverse), and everything else only adds to a region
+    /// (an eviction, a new link, an alias's compute). So a lower bound of a
+    /// region, lowered by `loss` at each mark, stays one; a bound raised by
+    /// what a walk or its neighbours show (`lower_bound`, `exact_within`)
+    /// too.
     #[inline]
-    pub(super) fn mark_stale(&mut self, s: u32, dir: Direction) {
+    pub(super) fn mark_stale(&mut self, s: u32, dir: Direction, loss: u64) {
+        let (si, d) = (s as usize, dir as usize);
         // One per mark: 2^64 marks would take centuries.
-        self.marked[s as usize][dir as usize] += 1;
+        self.marked[si][d] += 1;
+        let before = if self.stale[si][d] {
+            self.bound[si][d]
+        } else {
+            // Exact, or owed absorbs (which only add): a lower bound.
+            match dir {
+                Direction::Forward => self.fwd[si].compute,
+                Direction::Reverse => self.rev[si].compute,
+            }
+        };
+        let after = before.saturating_sub(loss);
+        // The key reads the bound of a stale region: it changes only if
+        // the region was not stale or its bound moved.
+        if !self.stale[si][d] || after != self.bound[si][d] {
+            self.touch(s);
+        }
+        self.bound[si][d] = after;
         let flag = &mut self.stale[s as usize][dir as usize];
         if !*flag {
             *flag = true;
@@ -194,6 +260,7 @@ impl Replay<'_> {
     }
 
     pub(super) fn rebuild(&mut self, s: u32, dir: Direction) {
+        self.touch(s);
         self.stale[s as usize][dir as usize] = false;
         let g = GraphView { trace: self.trace, created: self.created, material: &self.material, compute: &self.compute };
         let region = match dir {
@@ -213,36 +280,41 @@ impl Replay<'_> {
     /// Apply the absorbs owed to both regions of `s` before they are read.
     #[inline]
     pub(super) fn settle_regions(&mut self, s: u32) {
+        self.settle_region(s, Direction::Forward);
+        self.settle_region(s, Direction::Reverse);
+    }
+
+    /// Apply the absorbs owed to one region of `s` before it is read.
+    pub(super) fn settle_region(&mut self, s: u32, dir: Direction) {
         let si = s as usize;
-        for dir in [Direction::Forward, Direction::Reverse] {
-            let (owed, region) = match dir {
-                Direction::Forward => (&mut self.owed_fwd[si], &mut self.fwd[si]),
-                Direction::Reverse => (&mut self.owed_rev[si], &mut self.rev[si]),
-            };
-            if owed.is_empty() {
-                continue;
-            }
-            let mut list = std::mem::take(owed);
-            // A take-over (no copy) first when it applies; the rest in one pass.
-            if region.interior.is_empty() && region.frontier == [list[0].0] {
-                let (x, reg) = list.remove(0);
-                Self::absorb_owed(region, x, reg, self.compute_changes, self.cfg.eager_regions, &self.compute, &mut self.marks);
-            }
-            match &list[..] {
-                [] => {}
-                [(x, reg)] => region.absorb(*x, reg, &self.compute, &mut self.marks),
-                rest => region.absorb_all(rest, &self.compute, &mut self.marks, &mut self.marks2),
-            }
-            list.clear();
-            // Keep the list's allocation for the next owed absorbs.
-            let owed = match dir {
-                Direction::Forward => &mut self.owed_fwd[si],
-                Direction::Reverse => &mut self.owed_rev[si],
-            };
-            if owed.is_empty() {
-                *owed = list;
-            }
+        let (owed, region) = match dir {
+            Direction::Forward => (&mut self.owed_fwd[si], &mut self.fwd[si]),
+            Direction::Reverse => (&mut self.owed_rev[si], &mut self.rev[si]),
+        };
+        if owed.is_empty() {
+            return;
         }
+        let mut list = std::mem::take(owed);
+        // A take-over (no copy) first when it applies; the rest in one pass.
+        if region.interior.is_empty() && region.frontier == [list[0].0] {
+            let (x, reg) = list.remove(0);
+            Self::absorb_owed(region, x, reg, self.compute_changes, self.cfg.eager_regions, &self.compute, &mut self.marks);
+        }
+        match &list[..] {
+            [] => {}
+            [(x, reg)] => region.absorb(*x, reg, &self.compute, &mut self.marks),
+            rest => region.absorb_all(rest, &self.compute, &mut self.marks, &mut self.marks2),
+        }
+        list.clear();
+        // Keep the list's allocation for the next owed absorbs.
+        let owed = match dir {
+            Direction::Forward => &mut self.owed_fwd[si],
+            Direction::Reverse => &mut self.owed_rev[si],
+        };
+        if owed.is_empty() {
+            *owed = list;
+        }
+        self.touch(s);
     }
 
     /// Apply one owed absorb; a region that is just `x` on its frontier takes

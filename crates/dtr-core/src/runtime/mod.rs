@@ -15,7 +15,7 @@ mod report;
 mod victim;
 
 use lazy_regions::Eager;
-use victim::Cand;
+use victim::{Cand, Key};
 
 use crate::eqclass::EqClasses;
 use crate::error::EngineError;
@@ -119,16 +119,26 @@ struct Replay<'a> {
     /// `ensure_exact`).
     stale: Vec<[bool; 2]>,
     stale_list: [Vec<u32>; 2],
-    /// Per stale region: how often it was marked, and the compute an
-    /// abandoned rebuild had summed by then. Until the region is marked
-    /// again no storage left its interior (evictions and new links only add
-    /// to it), so that partial sum stays a lower bound of its compute.
+    /// Per stale region: a lower bound of its compute (see `mark_stale`),
+    /// how often it was marked, and at which mark its direct evicted
+    /// neighbours last raised the bound (`lower_bound`).
+    bound: Vec<[u64; 2]>,
     marked: Vec<[u64; 2]>,
-    partial: Vec<[(u64, u64); 2]>,
+    neighbours_at: Vec<[u64; 2]>,
+    /// At which mark a walk of the stale region last stopped at its limit.
+    given_up_at: Vec<[u64; 2]>,
     /// Victim-choice scratch: the candidates in pool order, and the
     /// positions still to score exactly.
     candidates: Vec<Cand>,
     bounded: Vec<std::cmp::Reverse<victim::Bound>>,
+    /// Whether victims are chosen from the pool's keys (`victim::Key`: with
+    /// regions, unless eager), and which keys must be renewed before the
+    /// next scan (`Replay::touch`).
+    keyed: bool,
+    key_dirty: Vec<bool>,
+    dirty_keys: Vec<u32>,
+    /// The scan's scratch: slots that may hold the victim, with their rank.
+    kept: Vec<(u32, u32)>,
     /// While a model operator with an evicted input is being materialized,
     /// which regions must be rebuilt as soon as they are marked stale
     /// (see `ensure_exact`).
@@ -137,7 +147,7 @@ struct Replay<'a> {
     compute_changes: u64,
     eq: EqClasses,
     eq_node: Vec<Option<u32>>,
-    pool: Pool,
+    pool: Pool<Key>,
     /// Bytes of pool members that may be chosen (retained storages excluded).
     evictable_bytes: u64,
     // Global.
@@ -197,6 +207,7 @@ impl<'a> Replay<'a> {
         }
         let regions_on = cfg.heuristic.needs_regions();
         let eq_on = cfg.heuristic.needs_eq_classes();
+        let keyed = regions_on && !cfg.eager_regions;
         Ok(Replay {
             trace,
             cfg,
@@ -217,10 +228,16 @@ impl<'a> Replay<'a> {
             owed_list: Vec::new(),
             stale: if regions_on { vec![[false; 2]; n] } else { Vec::new() },
             stale_list: [Vec::new(), Vec::new()],
+            bound: if regions_on { vec![[0; 2]; n] } else { Vec::new() },
             marked: if regions_on { vec![[0; 2]; n] } else { Vec::new() },
-            partial: if regions_on { vec![[(u64::MAX, 0); 2]; n] } else { Vec::new() },
+            neighbours_at: if regions_on { vec![[u64::MAX; 2]; n] } else { Vec::new() },
+            given_up_at: if regions_on { vec![[u64::MAX; 2]; n] } else { Vec::new() },
             candidates: Vec::new(),
             bounded: Vec::new(),
+            keyed,
+            key_dirty: if keyed { vec![false; n] } else { Vec::new() },
+            dirty_keys: Vec::new(),
+            kept: Vec::new(),
             eager: if cfg.eager_regions { Eager::All } else { Eager::None },
             compute_changes: 0,
             eq: EqClasses::default(),
@@ -335,6 +352,7 @@ impl<'a> Replay<'a> {
             } else if !(o.first_output..t).any(|u| self.storage(u) == s) {
                 // An alias adds its operator's cost to the storage, once per operator.
                 self.compute[s as usize] += o.cost;
+                self.touch(s);
                 if !self.material[s as usize] {
                     // Regions holding it now sum an older value (see `Region::sums_at`).
                     self.compute_changes += 1;
@@ -352,6 +370,7 @@ impl<'a> Replay<'a> {
         for t in outputs {
             let s = self.storage(t);
             self.last_access_int[s as usize] = self.clock as i64;
+            self.touch(s);
         }
         Ok(())
     }
@@ -424,8 +443,13 @@ impl<'a> Replay<'a> {
     }
 
     fn pool_push(&mut self, s: u32) {
-        if self.pool.push_back(s) && !self.retained[s as usize] {
-            self.evictable_bytes += self.trace.storage_size(s);
+        if self.pool.push_back(s) {
+            // A new member's key is renewed before the next scan (retained
+            // ones too: their key says so).
+            self.touch(s);
+            if !self.retained[s as usize] {
+                self.evictable_bytes += self.trace.storage_size(s);
+            }
         }
     }
 
@@ -471,6 +495,7 @@ impl<'a> Replay<'a> {
         for &p in parents {
             let ps = self.storage(p);
             self.last_access_int[ps as usize] = clock;
+            self.touch(ps);
         }
         for &p in parents {
             if self.defined[p as usize] {
@@ -553,7 +578,7 @@ impl<'a> Replay<'a> {
     fn free(&mut self, request: u64, computing: TensorId, depth: u32) -> Result<(), Stop> {
         self.flush(self.eager);
         loop {
-            let Some(v) = self.choose() else {
+            let Some(v) = self.choose()? else {
                 self.sample_pinned(depth);
                 let pinned = self.pinned_bytes();
                 let budget = self.cfg.budget.unwrap_or(u64::MAX);
@@ -673,12 +698,14 @@ impl<'a> Replay<'a> {
             let own_rev = Rc::new(std::mem::take(&mut self.rev[s as usize]));
             for &p in &own_rev.frontier {
                 if !self.regions_unused(p) {
+                    self.touch(p);
                     self.list_owed(p);
                     self.owed_fwd[p as usize].push((s, own_fwd.clone()));
                 }
             }
             for &c in &own_fwd.frontier {
                 if !self.regions_unused(c) {
+                    self.touch(c);
                     self.list_owed(c);
                     self.owed_rev[c as usize].push((s, own_rev.clone()));
                 }

@@ -1,11 +1,16 @@
-//! Victim choice: the reference's pool scan, reproduced without reading
-//! every region (bounds, early-stopping rebuilds), and the scores.
+//! Victim choice: the reference's pool scan, reproduced without scoring
+//! every candidate exactly: a float scan over keys kept beside the pool,
+//! bounds of the regions not read, walks that stop once they cannot win,
+//! and the scores.
 
 use super::Replay;
+use crate::error::EngineError;
 use crate::heuristic::{score, Candidate, Cost, CostParts, Heuristic};
-use crate::regions::{Direction, GraphView};
+use crate::pool::HOLE;
+use crate::regions::{Direction, GraphView, Region};
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
+use std::rc::Rc;
 
 /// A candidate's score bound and its index in pool order, ordered by bound
 /// (`total_cmp`), then index: the order the exact scoring visits them in.
@@ -33,7 +38,8 @@ impl Ord for Bound {
 }
 
 /// A victim candidate: its score, or a lower bound of it with the bounds of
-/// its two region sums.
+/// its two region sums, and its rank among the pool's candidates (pool
+/// order, retained storages not counted).
 #[derive(Clone, Copy)]
 pub(super) struct Cand {
     s: u32,
@@ -41,31 +47,92 @@ pub(super) struct Cand {
     exact: bool,
     fwd: u64,
     rev: u64,
+    rank: u32,
 }
 
+/// What the victim scan reads of a pool member, beside it in the pool
+/// (`Pool` payload), renewed by `Replay::refresh_keys` for the storages
+/// `Replay::touch` lists: `r`, a lower bound of its cost term (exact when
+/// `exact`) divided by its size if the score divides by size (+inf for size
+/// 0, which always scores +inf); `a`, its last internal access as a float
+/// (-inf when never accessed); and whether it is retained (never a
+/// candidate).
+#[derive(Clone, Copy, Default, PartialEq)]
+pub(super) struct Key {
+    r: f64,
+    a: f64,
+    exact: bool,
+    retained: bool,
+}
+
+/// Margins of the scan's float arithmetic. A key's `r` is within
+/// `(1 ± 2^-51)` of the exact ratio of its cost to its size (the cost is
+/// one conversion of an exact integer, `r` one division), and its
+/// staleness `st` is exact (a difference of integers below 2^53). So:
+///
+/// - `r / st * HI` (two more roundings) is at least the exact score of a
+///   known candidate, hence at least its correctly rounded score (rounding
+///   to nearest is monotone, and a double rounds to itself): an upper bound
+///   `best_hi` of the smallest score;
+/// - `r * LO2 > best_hi * st` (each product rounded) implies an exact score
+///   above `best_hi * (1 + 2^-45)`, more than one ulp above any double up
+///   to `best_hi`: that candidate scores strictly above the minimum. Where
+///   `best_hi * st` is NaN (0 * inf, inf * 0) the comparison is false and
+///   the candidate is kept, as it must be.
+const HI: f64 = 1.0 + 1.0 / (1u64 << 45) as f64;
+const LO2: f64 = 1.0 - 1.0 / (1u64 << 44) as f64;
+
+/// The filter (see `LO2`): false only when a key of ratio `r` and
+/// staleness `st` scores strictly above every double up to `best_hi`; a NaN
+/// product keeps the candidate.
+#[inline]
+fn may_score_within(r: f64, st: f64, best_hi: f64) -> bool {
+    (r * LO2).partial_cmp(&(best_hi * st)) != Some(Ordering::Greater)
+}
+
+/// The clock below which staleness is an exact float (see `HI`).
+const EXACT_CLOCK: u64 = 1 << 53;
+
 impl Replay<'_> {
-    pub(super) fn choose(&mut self) -> Option<u32> {
+    pub(super) fn choose(&mut self) -> Result<Option<u32>, EngineError> {
         match self.cfg.heuristic {
             Heuristic::Random => {
                 self.heuristic_evals += 1;
                 let candidates: Vec<u32> = self.pool.iter().filter(|&s| !self.retained[s as usize]).collect();
                 if candidates.is_empty() {
-                    return None;
+                    return Ok(None);
                 }
                 let k = self.rng.below(candidates.len() as u64) as usize;
-                Some(candidates[k])
+                Ok(Some(candidates[k]))
             }
             Heuristic::Score { cost: cost @ (Cost::Neighbourhood | Cost::Msps), size, stale } => {
-                self.choose_bounded(cost, size, stale)
+                let (chosen, evals) = if !self.keyed || self.clock >= EXACT_CLOCK {
+                    self.choose_bounded(cost, size, stale)
+                } else {
+                    self.refresh_keys(cost, size);
+                    if self.cfg.self_check {
+                        self.check_keys(cost, size)?;
+                    }
+                    let picked = self.choose_scanned(cost, size, stale);
+                    if self.cfg.self_check {
+                        let reference = self.choose_bounded(cost, size, stale);
+                        if reference != picked {
+                            return Err(EngineError::Invariant(format!(
+                                "the key scan chose {picked:?} (victim, evaluations), the full scan {reference:?}"
+                            )));
+                        }
+                    }
+                    picked
+                };
+                self.heuristic_evals += evals;
+                Ok(chosen)
             }
             h => {
                 let mut best = f64::INFINITY;
                 let mut best_s = None;
                 let mut evals = 0;
                 // Scoring never changes the pool.
-                let mut next = self.pool.first();
-                while let Some(s) = next {
-                    next = self.pool.next_of(s);
+                for s in self.pool.iter() {
                     if self.retained[s as usize] {
                         continue;
                     }
@@ -80,63 +147,233 @@ impl Replay<'_> {
                     }
                 }
                 self.heuristic_evals += evals;
-                best_s
+                Ok(best_s)
             }
         }
     }
 
-    /// The reference's scan for region scores, without reading every region.
+    /// List `s` for a fresh key before the next victim scan: called wherever
+    /// something its key reads changes (its compute, regions, their bounds,
+    /// its last access, its pool membership).
+    #[inline]
+    pub(super) fn touch(&mut self, s: u32) {
+        // Outside the pool a key is not read; entering it touches it.
+        if !self.pool.contains(s) {
+            return;
+        }
+        if let Some(d) = self.key_dirty.get_mut(s as usize) {
+            if !*d {
+                *d = true;
+                self.dirty_keys.push(s);
+            }
+        }
+    }
+
+    /// The key of `s` as it is now (see `Key`).
+    fn fresh_key(&mut self, cost: Cost, size: bool, s: u32) -> Key {
+        let si = s as usize;
+        // The stored bounds only: most keys are renewed and never read closely.
+        let (fwd, rev, exact) = self.cost_bounds(cost, s, false);
+        let parts = CostParts { own: self.compute[si] as i128, forward: fwd as i128, reverse: rev as i128, classes: 0 };
+        let k = cost.term(parts);
+        // Hardware conversions where the cost fits 64 bits (it always does:
+        // the parser bounds the total compute).
+        let k = if let Ok(k) = u64::try_from(k) { k as f64 } else { k as f64 };
+        let m = self.trace.storage_size(s);
+        let a = self.last_access_int[si];
+        Key {
+            r: match (size, m) {
+                (false, _) => k,
+                (true, 0) => f64::INFINITY,
+                (true, m) => k / m as f64,
+            },
+            a: if a == self.never_access { f64::NEG_INFINITY } else { a as f64 },
+            exact,
+            retained: self.retained[si],
+        }
+    }
+
+    /// Bounds of the forward and reverse region sums a cost term reads (0
+    /// for a region it does not read), and whether both are exact; with
+    /// `neighbours`, stale bounds are raised by the direct neighbours first.
+    fn cost_bounds(&mut self, cost: Cost, s: u32, neighbours: bool) -> (u64, u64, bool) {
+        let fwd = if cost == Cost::Neighbourhood { self.region_bound(s, Direction::Forward) } else { Some(0) };
+        let rev = self.region_bound(s, Direction::Reverse);
+        let exact = fwd.is_some() && rev.is_some();
+        (fwd.unwrap_or_else(|| self.lower_bound(s, Direction::Forward, neighbours)),
+         rev.unwrap_or_else(|| self.lower_bound(s, Direction::Reverse, neighbours)),
+         exact)
+    }
+
+    /// Renew the keys of the touched pool members.
+    pub(super) fn refresh_keys(&mut self, cost: Cost, size: bool) {
+        let mut dirty = std::mem::take(&mut self.dirty_keys);
+        for &s in &dirty {
+            self.key_dirty[s as usize] = false;
+            // A storage outside the pool is touched again when it enters it.
+            if self.pool.contains(s) {
+                let key = self.fresh_key(cost, size, s);
+                *self.pool.payload_mut(s) = key;
+            }
+        }
+        dirty.clear();
+        self.dirty_keys = dirty;
+    }
+
+    /// The self-check of the keys: every pool member's equals a fresh one.
+    fn check_keys(&mut self, cost: Cost, size: bool) -> Result<(), EngineError> {
+        let members: Vec<u32> = self.pool.iter().collect();
+        for s in members {
+            let (kept, fresh) = (*self.pool.payload_mut(s), self.fresh_key(cost, size, s));
+            if kept != fresh || kept.r.to_bits() != fresh.r.to_bits() {
+                return Err(EngineError::Invariant(format!("storage {s}: its victim-scan key is out of date")));
+            }
+        }
+        Ok(())
+    }
+
+    /// The reference's scan for region scores from the keys (renewed by
+    /// `refresh_keys` before), in one pass over the contiguous keys, then
+    /// the exact phase of `pick` for the few that could be chosen.
+    ///
+    /// Why it picks what the full scan picks. A known candidate (exact cost,
+    /// or never accessed: infinite staleness scores 0 whatever the cost)
+    /// gives an upper bound `best_hi` of the smallest score (see `HI`); a
+    /// key whose cost is only a lower bound scores below its candidate (a
+    /// score rises with its cost). So a candidate the filter drops (see
+    /// `LO2`) scores strictly above the minimum: leaving it out changes
+    /// neither the minimum nor the last candidate attaining it. A zero is
+    /// exact in floats too: the scan stops at the first known zero, as the
+    /// reference does, and only the candidates before it that may still
+    /// score 0 are kept (`best_hi` = 0).
+    pub(super) fn choose_scanned(&mut self, cost: Cost, size: bool, stale: bool) -> (Option<u32>, u64) {
+        let (slots, keys) = (self.pool.slots(), self.pool.payload());
+        let t = self.clock as f64;
+        let mut kept = std::mem::take(&mut self.kept);
+        kept.clear();
+        // One pass: the known candidate of the smallest q = r / st so far,
+        // found by comparing products, its `best_hi` (a division only when
+        // it changes), and the slots that pass the filter against the
+        // `best_hi` of their time, a superset of those passing the last one.
+        let (mut br, mut bst) = (f64::INFINITY, 1.0);
+        let mut best_hi = f64::INFINITY;
+        let mut rank = 0u32;
+        for i in 0..slots.len() {
+            let key = &keys[i];
+            if slots[i] == HOLE || key.retained {
+                continue;
+            }
+            let st = if stale { t - key.a } else { 1.0 };
+            if key.exact || (stale && key.a == f64::NEG_INFINITY) {
+                // q is 0 for no cost with some staleness, or infinite
+                // staleness (finite r); +inf for no staleness (0/0, inf/inf).
+                if (key.r == 0.0 && st > 0.0) || (st == f64::INFINITY && key.r < f64::INFINITY) {
+                    best_hi = 0.0;
+                    kept.push((i as u32, rank));
+                    rank += 1;
+                    break;
+                }
+                if st > 0.0 && key.r < f64::INFINITY && key.r * bst < br * st {
+                    (br, bst) = (key.r, st);
+                    best_hi = br / bst * HI;
+                }
+            }
+            if may_score_within(key.r, st, best_hi) {
+                kept.push((i as u32, rank));
+            }
+            rank += 1;
+        }
+        let mut cands = std::mem::take(&mut self.candidates);
+        cands.clear();
+        for &(i, at) in &kept {
+            let key = self.pool.payload()[i as usize];
+            let st = if stale { t - key.a } else { 1.0 };
+            if may_score_within(key.r, st, best_hi) {
+                let s = self.pool.slots()[i as usize];
+                cands.push(self.candidate(cost, size, stale, s, at));
+            }
+        }
+        self.kept = kept;
+        self.pick(cands, cost, size, stale, rank)
+    }
+
+    /// A candidate for `pick`: its exact score, or the score of its bound.
+    fn candidate(&mut self, cost: Cost, size: bool, stale: bool, s: u32, rank: u32) -> Cand {
+        let (fwd, rev, exact) = self.cost_bounds(cost, s, true);
+        let parts = CostParts { own: self.compute[s as usize] as i128, forward: fwd as i128, reverse: rev as i128, classes: 0 };
+        let v = self.candidate_score(size, stale, s, cost.term(parts));
+        // A never-accessed storage's staleness is infinite: its score is
+        // exact whatever its cost (0, or +inf for size 0).
+        let exact = exact || (stale && self.last_access_int[s as usize] == self.never_access);
+        Cand { s, v, exact, fwd, rev, rank }
+    }
+
+    /// The reference's scan for region scores over every pool member, each
+    /// scored from its bounds (the reference's order of work when every
+    /// region is exact; with a clock past 2^53, where keys are not exact
+    /// enough, and as the self-check of `choose_scanned`).
+    pub(super) fn choose_bounded(&mut self, cost: Cost, size: bool, stale: bool) -> (Option<u32>, u64) {
+        let mut cands = std::mem::take(&mut self.candidates);
+        cands.clear();
+        let mut rank = 0u32;
+        let mut i = 0;
+        // Scoring never changes the pool.
+        while i < self.pool.slots().len() {
+            let s = self.pool.slots()[i];
+            i += 1;
+            if s == HOLE || self.retained[s as usize] {
+                continue;
+            }
+            let c = self.candidate(cost, size, stale, s, rank);
+            rank += 1;
+            cands.push(c);
+            if c.exact && c.v == 0.0 {
+                break;
+            }
+        }
+        self.pick(cands, cost, size, stale, rank)
+    }
+
+    /// The victim among `cands` (in pool order, holding every candidate that
+    /// may be chosen; `scored` candidates were scanned in all), and the
+    /// reference's evaluation count, without reading every region.
     ///
     /// The reference keeps a candidate whose score is `<=` the best so far
     /// and stops at the first score 0: it picks the first zero in pool
     /// order, else the last candidate with the minimal score, and scores the
     /// candidates up to that zero (or all). A region that is not exact is
-    /// bounded below: a stale one by its direct evicted neighbours (any walk
-    /// reaches them), one owed absorbs by its current compute (absorbs only
-    /// add). A score rises with its cost term, so a candidate whose bound
+    /// bounded below (`lower_bound`): a stale one by its bound (see
+    /// `mark_stale`), one owed absorbs by its current compute plus that of
+    /// the storages it is owed (an absorb adds at least that). A score rises
+    /// with its cost term, so a candidate whose bound
     /// exceeds an exact score cannot be picked; and a rebuild stops as soon
     /// as its partial sum shows the candidate cannot win.
-    pub(super) fn choose_bounded(&mut self, cost: Cost, size: bool, stale: bool) -> Option<u32> {
-        let mut cands = std::mem::take(&mut self.candidates);
-        cands.clear();
+    fn pick(&mut self, mut cands: Vec<Cand>, cost: Cost, size: bool, stale: bool, scored: u32) -> (Option<u32>, u64) {
         let both = cost == Cost::Neighbourhood;
         let mut best = f64::INFINITY;
         let mut first_zero = None;
-        let mut next = self.pool.first();
-        while let Some(s) = next {
-            next = self.pool.next_of(s);
-            let si = s as usize;
-            if self.retained[si] {
-                continue;
-            }
-            let fwd = if both { self.region_bound(s, Direction::Forward) } else { Some(0) };
-            let rev = self.region_bound(s, Direction::Reverse);
-            let exact = fwd.is_some() && rev.is_some();
-            let (fwd, rev) = (fwd.unwrap_or_else(|| self.lower_bound(s, Direction::Forward)),
-                              rev.unwrap_or_else(|| self.lower_bound(s, Direction::Reverse)));
-            let parts = CostParts { own: self.compute[si] as i128, forward: fwd as i128, reverse: rev as i128, classes: 0 };
-            let v = self.candidate_score(size, stale, s, cost.term(parts));
-            cands.push(Cand { s, v, exact, fwd, rev });
-            if exact {
-                best = best.min(v);
-                if v == 0.0 {
-                    first_zero = Some(cands.len() - 1);
+        for (i, c) in cands.iter().enumerate() {
+            if c.exact {
+                best = best.min(c.v);
+                if c.v == 0.0 {
+                    first_zero = Some(i);
                     break;
                 }
             }
         }
         // Score exactly, lowest bound first (ties in pool order), what could
         // still be picked: a heap, since the scan usually stops after a few.
+        let end = first_zero.map_or(cands.len(), |z| z + 1);
         let mut bounded = std::mem::take(&mut self.bounded);
         bounded.clear();
         bounded.extend(
-            (0..cands.len() as u32)
+            (0..end as u32)
                 .filter(|&i| !cands[i as usize].exact && cands[i as usize].v <= best)
                 .map(|i| Reverse(Bound(cands[i as usize].v, i))),
         );
         let mut heap = BinaryHeap::from(bounded);
         while let Some(Reverse(Bound(_, i))) = heap.pop() {
-            let Cand { s, v: bound, fwd, rev, .. } = cands[i as usize];
+            let Cand { s, v: bound, fwd, rev, rank, .. } = cands[i as usize];
             if bound > best {
                 break;
             }
@@ -156,7 +393,7 @@ impl Replay<'_> {
             };
             let parts = CostParts { own: c, forward: fwd_exact, reverse: rev_exact as i128, classes: 0 };
             let v = self.candidate_score(size, stale, s, cost.term(parts));
-            cands[i as usize] = Cand { s, v, exact: true, fwd: 0, rev: 0 };
+            cands[i as usize] = Cand { s, v, exact: true, fwd: 0, rev: 0, rank };
             best = best.min(v);
             if v == 0.0 {
                 // Bounds of 0 come in pool order: no earlier zero is left.
@@ -164,19 +401,13 @@ impl Replay<'_> {
                 break;
             }
         }
-        let chosen = match first_zero {
-            Some(z) => {
-                self.heuristic_evals += z as u64 + 1;
-                Some(cands[z].s)
-            }
-            None => {
-                self.heuristic_evals += cands.len() as u64;
-                cands.iter().rev().find(|c| c.exact && c.v == best).map(|c| c.s)
-            }
+        let picked = match first_zero {
+            Some(z) => (Some(cands[z].s), cands[z].rank as u64 + 1),
+            None => (cands.iter().rev().find(|c| c.exact && c.v == best).map(|c| c.s), scored as u64),
         };
         self.candidates = cands;
         self.bounded = heap.into_vec();
-        chosen
+        picked
     }
 
     /// A region's compute if it is exact now (not stale, no absorbs owed).
@@ -190,24 +421,30 @@ impl Replay<'_> {
         (!stale && owed.is_empty()).then_some(region.compute)
     }
 
-    /// A lower bound of a region's compute that is not exact now.
-    pub(super) fn lower_bound(&mut self, s: u32, dir: Direction) -> u64 {
+    /// A lower bound of a region's compute that is not exact now; with
+    /// `neighbours`, a stale one's is first raised by its direct neighbours.
+    pub(super) fn lower_bound(&mut self, s: u32, dir: Direction, neighbours: bool) -> u64 {
         let si = s as usize;
+        // An absorb adds at least the absorbed storage's compute, as it is
+        // when applied (no evicted storage's compute changes while absorbs
+        // are owed: see `settle_owed`).
+        let owed = |owed: &[(u32, Rc<Region>)]| owed.iter().map(|&(x, _)| self.compute[x as usize]).sum::<u64>();
         match dir {
-            Direction::Forward if !self.stale[si][0] => self.fwd[si].compute,
-            Direction::Reverse if !self.stale[si][1] => self.rev[si].compute,
+            Direction::Forward if !self.stale[si][0] => self.fwd[si].compute + owed(&self.owed_fwd[si]),
+            Direction::Reverse if !self.stale[si][1] => self.rev[si].compute + owed(&self.owed_rev[si]),
             _ => {
                 let d = dir as usize;
-                let (when, sum) = self.partial[si][d];
-                if when == self.marked[si][d] {
-                    sum
-                } else {
-                    // A lower bound until the region is marked again, like a
-                    // partial sum (see `partial`): keep it as one.
+                if neighbours && self.neighbours_at[si][d] != self.marked[si][d] {
+                    // Any walk reaches the direct evicted neighbours: raise
+                    // the bound to their compute, once per mark.
                     let sum = self.evicted_neighbour_compute(s, dir);
-                    self.partial[si][d] = (self.marked[si][d], sum);
-                    sum
+                    if sum > self.bound[si][d] {
+                        self.bound[si][d] = sum;
+                        self.touch(s);
+                    }
+                    self.neighbours_at[si][d] = self.marked[si][d];
                 }
+                self.bound[si][d]
             }
         }
     }
@@ -220,15 +457,21 @@ impl Replay<'_> {
             return None;
         }
         let d = dir as usize;
+        self.touch(s);
         if self.stale[si][d] {
-            let limit = limit.map_or(u64::MAX, |k| u64::try_from(k).unwrap_or(u64::MAX));
+            // A walk given up before, with nothing taken out of the region
+            // since, would only start again: this time it runs to the end.
+            let again = self.given_up_at[si][d] == self.marked[si][d];
+            let limit = if again { u64::MAX } else { limit.map_or(u64::MAX, |k| u64::try_from(k).unwrap_or(u64::MAX)) };
             let g = GraphView { trace: self.trace, created: self.created, material: &self.material, compute: &self.compute };
             let region = match dir {
                 Direction::Forward => &mut self.fwd[si],
                 Direction::Reverse => &mut self.rev[si],
             };
             if !region.rebuild_within(s, dir, &g, &mut self.marks, &mut self.walk, limit) {
-                self.partial[si][d] = (self.marked[si][d], region.compute);
+                // The walk's partial sum is a lower bound now.
+                self.bound[si][d] = self.bound[si][d].max(region.compute);
+                self.given_up_at[si][d] = self.marked[si][d];
                 return None;
             }
             region.sums_at = self.compute_changes;
@@ -238,7 +481,7 @@ impl Replay<'_> {
                 Direction::Reverse => self.owed_rev[si].clear(),
             }
         } else {
-            self.settle_regions(s);
+            self.settle_region(s, dir);
         }
         let compute = match dir {
             Direction::Forward => self.fwd[si].compute,
