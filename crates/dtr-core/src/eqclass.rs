@@ -1,10 +1,16 @@
 //! Equivalence classes of evicted storages (the EqClass heuristics): a
 //! union-find whose roots carry the summed compute of their class.
+//!
+//! Union by size keeps every tree O(log n) deep, so that the read-only
+//! `find` of the victim scan (which cannot compress paths) stays cheap;
+//! which node of a class is its root changes no class value.
 
 #[derive(Debug, Clone, Default)]
 pub struct EqClasses {
     parent: Vec<u32>,
     value: Vec<i128>,
+    /// Nodes in the tree of each root.
+    size: Vec<u32>,
 }
 
 impl EqClasses {
@@ -13,6 +19,7 @@ impl EqClasses {
         let id = self.parent.len() as u32;
         self.parent.push(id);
         self.value.push(value);
+        self.size.push(1);
         id
     }
 
@@ -39,10 +46,14 @@ impl EqClasses {
 
     /// Merge the classes of `a` and `b` (no-op if already one class).
     pub fn merge(&mut self, a: u32, b: u32) {
-        let (ra, rb) = (self.root(a), self.root(b));
+        let (mut ra, mut rb) = (self.root(a), self.root(b));
         if ra != rb {
+            if self.size[ra as usize] > self.size[rb as usize] {
+                std::mem::swap(&mut ra, &mut rb);
+            }
             self.parent[ra as usize] = rb;
             self.value[rb as usize] += self.value[ra as usize];
+            self.size[rb as usize] += self.size[ra as usize];
         }
     }
 
@@ -73,5 +84,27 @@ mod tests {
         e.add_to_class(b, -10);
         let r = e.root(c);
         assert_eq!(e.value_of_root(r), 101);
+    }
+
+    #[test]
+    fn merging_a_chain_keeps_trees_shallow() {
+        // Merging each new node into the last would make a chain 10^4 deep.
+        let mut e = EqClasses::default();
+        let mut last = e.make(1);
+        for _ in 0..10_000 {
+            let x = e.make(1);
+            e.merge(last, x);
+            last = x;
+        }
+        let depth = |e: &EqClasses, mut x: u32| {
+            let mut d = 0;
+            while e.parent[x as usize] != x {
+                x = e.parent[x as usize];
+                d += 1;
+            }
+            d
+        };
+        assert!((0..10_001).map(|x| depth(&e, x)).max().unwrap() <= 14);
+        assert_eq!(e.value_of_root(e.find(0)), 10_001);
     }
 }

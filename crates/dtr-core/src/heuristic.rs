@@ -156,7 +156,7 @@ pub struct Candidate {
 pub fn score(size_term: bool, stale_term: bool, c: Candidate) -> f64 {
     match (size_term, stale_term) {
         // An exact integer in the reference; our sums stay far below 2^53.
-        (false, false) => c.cost as f64,
+        (false, false) => int_to_f64(c.cost),
         (true, false) => ratio_or_inf(c.cost, c.size as u128),
         (false, true) => match c.staleness {
             None => c.cost as f64 / f64::INFINITY, // +0.0, or -0.0 for a negative cost
@@ -173,6 +173,15 @@ pub fn score(size_term: bool, stale_term: bool, c: Candidate) -> f64 {
             }
             Some(st) => ratio_or_inf(c.cost, c.size as u128 * st as u128),
         },
+    }
+}
+
+/// `x as f64` (rounded to nearest), by the hardware where `x` fits 64 bits.
+#[inline]
+fn int_to_f64(x: i128) -> f64 {
+    match i64::try_from(x) {
+        Ok(x) => x as f64,
+        Err(_) => x as f64,
     }
 }
 

@@ -131,9 +131,13 @@ impl Replay<'_> {
                 let mut best = f64::INFINITY;
                 let mut best_s = None;
                 let mut evals = 0;
-                // Scoring never changes the pool.
-                for s in self.pool.iter() {
-                    if self.retained[s as usize] {
+                // Scoring never changes the pool (it may compress the
+                // equivalence classes' paths).
+                let mut i = 0;
+                while i < self.pool.slots().len() {
+                    let s = self.pool.slots()[i];
+                    i += 1;
+                    if s == HOLE || self.retained[s as usize] {
                         continue;
                     }
                     evals += 1;
@@ -571,7 +575,7 @@ impl Replay<'_> {
 
     /// The score of a heuristic whose cost term reads no region (those go
     /// through `choose_bounded`).
-    pub(super) fn score(&self, h: Heuristic, s: u32) -> f64 {
+    pub(super) fn score(&mut self, h: Heuristic, s: u32) -> f64 {
         let si = s as usize;
         match h {
             Heuristic::Lru => {
@@ -592,18 +596,29 @@ impl Replay<'_> {
     }
 
     /// Sum of the values of the distinct classes of `s`'s evicted neighbours.
-    pub(super) fn eq_neighbour_sum(&self, s: u32) -> i128 {
-        let mut neighbours = Vec::new();
-        self.evicted_neighbours(s, &mut neighbours);
-        let mut roots: Vec<u32> = Vec::with_capacity(neighbours.len());
-        for n in neighbours {
-            if let Some(node) = self.eq_node[n as usize] {
-                let r = self.eq.find(node);
-                if !roots.contains(&r) {
-                    roots.push(r);
+    pub(super) fn eq_neighbour_sum(&mut self, s: u32) -> i128 {
+        // Distinct roots, on the stack while few (no allocation a candidate).
+        let (mut few, mut k, mut more) = ([0u32; 16], 0usize, Vec::new());
+        let g = GraphView { trace: self.trace, created: self.created, material: &self.material, compute: &self.compute };
+        let (eq, eq_node) = (&mut self.eq, &self.eq_node);
+        for dir in [Direction::Reverse, Direction::Forward] {
+            g.for_each_neighbour(s, dir, |n| {
+                if n == s || g.material[n as usize] {
+                    return;
                 }
-            }
+                if let Some(node) = eq_node[n as usize] {
+                    let r = eq.root(node);
+                    if !few[..k].contains(&r) && !more.contains(&r) {
+                        if k < few.len() {
+                            few[k] = r;
+                            k += 1;
+                        } else {
+                            more.push(r);
+                        }
+                    }
+                }
+            });
         }
-        roots.iter().map(|&r| self.eq.value_of_root(r)).sum()
+        few[..k].iter().chain(&more).map(|&r| eq.value_of_root(r)).sum()
     }
 }
