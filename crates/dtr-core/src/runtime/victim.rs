@@ -134,12 +134,7 @@ impl Replay<'_> {
                 // Scoring never changes the pool (it may compress the
                 // equivalence classes' paths).
                 let mut i = 0;
-                while i < self.pool.slots().len() {
-                    let s = self.pool.slots()[i];
-                    i += 1;
-                    if s == HOLE || self.retained[s as usize] {
-                        continue;
-                    }
+                while let Some(s) = self.next_candidate(&mut i) {
                     evals += 1;
                     let h_s = self.score(h, s);
                     if h_s <= best {
@@ -154,6 +149,23 @@ impl Replay<'_> {
                 Ok(best_s)
             }
         }
+    }
+
+    /// The pool member at slot `*i` or after it that is a victim candidate
+    /// (not a hole, not retained), moving `*i` past it; None at the end. An
+    /// index rather than an iterator, so that scoring may borrow `self`
+    /// mutably between calls.
+    #[inline]
+    fn next_candidate(&self, i: &mut usize) -> Option<u32> {
+        let slots = self.pool.slots();
+        while *i < slots.len() {
+            let s = slots[*i];
+            *i += 1;
+            if s != HOLE && !self.retained[s as usize] {
+                return Some(s);
+            }
+        }
+        None
     }
 
     /// List `s` for a fresh key before the next victim scan: called wherever
@@ -322,12 +334,7 @@ impl Replay<'_> {
         let mut rank = 0u32;
         let mut i = 0;
         // Scoring never changes the pool.
-        while i < self.pool.slots().len() {
-            let s = self.pool.slots()[i];
-            i += 1;
-            if s == HOLE || self.retained[s as usize] {
-                continue;
-            }
+        while let Some(s) = self.next_candidate(&mut i) {
             let c = self.candidate(cost, size, stale, s, rank);
             rank += 1;
             cands.push(c);
