@@ -1,9 +1,9 @@
 //! Equivalence classes of evicted storages (the EqClass heuristics): a
 //! union-find whose roots carry the summed compute of their class.
 //!
-//! Union by size keeps every tree O(log n) deep, so that the read-only
-//! `find` of the victim scan (which cannot compress paths) stays cheap;
-//! which node of a class is its root changes no class value.
+//! Union by size keeps every tree O(log n) deep, and `root` compresses the
+//! paths it walks (the victim scan's too); which node of a class is its
+//! root changes no class value.
 
 #[derive(Debug, Clone, Default)]
 pub struct EqClasses {
@@ -34,14 +34,6 @@ impl EqClasses {
             x = next;
         }
         r
-    }
-
-    /// The root of `x` without path compression (for read-only scoring).
-    pub fn find(&self, mut x: u32) -> u32 {
-        while self.parent[x as usize] != x {
-            x = self.parent[x as usize];
-        }
-        x
     }
 
     /// Merge the classes of `a` and `b` (no-op if already one class).
@@ -105,6 +97,7 @@ mod tests {
             d
         };
         assert!((0..10_001).map(|x| depth(&e, x)).max().unwrap() <= 14);
-        assert_eq!(e.value_of_root(e.find(0)), 10_001);
+        let r = e.root(0);
+        assert_eq!(e.value_of_root(r), 10_001);
     }
 }

@@ -178,7 +178,7 @@ pub fn score(size_term: bool, stale_term: bool, c: Candidate) -> f64 {
 
 /// `x as f64` (rounded to nearest), by the hardware where `x` fits 64 bits.
 #[inline]
-fn int_to_f64(x: i128) -> f64 {
+pub(crate) fn int_to_f64(x: i128) -> f64 {
     match i64::try_from(x) {
         Ok(x) => x as f64,
         Err(_) => x as f64,

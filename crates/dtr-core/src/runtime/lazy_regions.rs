@@ -146,10 +146,10 @@ impl Replay<'_> {
             self.touch(s);
         }
         self.bound[si][d] = after;
-        let flag = &mut self.stale[s as usize][dir as usize];
+        let flag = &mut self.stale[si][d];
         if !*flag {
             *flag = true;
-            let list = &mut self.stale_list[dir as usize];
+            let list = &mut self.stale_list[d];
             if list.len() >= self.stale.len() + 64 {
                 // Drop the entries of regions rebuilt since they were listed.
                 let stale = &self.stale;
