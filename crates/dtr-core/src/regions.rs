@@ -97,6 +97,17 @@ impl Marks {
     }
 }
 
+/// A walk's buffers, kept between walks: a region's own buffers often start
+/// empty (they move with take-overs and evictions), and growing them a push
+/// at a time cost a tenth of a thrashing replay in reallocations; the walk
+/// fills these, and the region copies the result in one allocation.
+#[derive(Debug, Clone, Default)]
+pub struct Walk {
+    stack: Vec<u32>,
+    interior: Vec<u32>,
+    frontier: Vec<u32>,
+}
+
 /// What a region walk reads from the runtime.
 pub struct GraphView<'a> {
     pub trace: &'a Trace,
@@ -134,46 +145,55 @@ impl Region {
     }
 
     /// Recompute from scratch for resident `base`.
-    pub fn rebuild(&mut self, base: u32, dir: Direction, g: &GraphView, marks: &mut Marks, stack: &mut Vec<u32>) {
+    pub fn rebuild(&mut self, base: u32, dir: Direction, g: &GraphView, marks: &mut Marks, walk: &mut Walk) {
         // Compute sums fit in u64 (the parser bounds the total), so this never stops early.
-        self.rebuild_within(base, dir, g, marks, stack, u64::MAX);
+        self.rebuild_within(base, dir, g, marks, walk, u64::MAX);
     }
 
     /// Recompute from scratch for resident `base`, abandoned (false, content
-    /// undefined) as soon as the interior's compute exceeds `limit`.
+    /// undefined but `compute` a partial sum) as soon as the interior's
+    /// compute exceeds `limit`.
     pub fn rebuild_within(
         &mut self,
         base: u32,
         dir: Direction,
         g: &GraphView,
         marks: &mut Marks,
-        stack: &mut Vec<u32>,
+        walk: &mut Walk,
         limit: u64,
     ) -> bool {
         self.clear();
         self.created = g.created;
+        let Walk { stack, interior, frontier } = walk;
+        interior.clear();
+        frontier.clear();
         marks.reset();
         marks.insert(base);
         stack.clear();
         stack.push(base);
+        let mut compute = 0u64;
         while let Some(s) = stack.pop() {
             g.for_each_neighbour(s, dir, |us| {
                 if marks.insert(us) {
                     debug_assert!((us as usize) < g.material.len() && (us as usize) < g.compute.len());
                     // SAFETY: storage ids index per-storage arrays of the trace's tensor count.
                     if unsafe { *g.material.get_unchecked(us as usize) } {
-                        self.frontier.push(us);
+                        frontier.push(us);
                     } else {
-                        self.interior.push_back(us);
-                        self.compute += unsafe { *g.compute.get_unchecked(us as usize) };
+                        interior.push(us);
+                        compute += unsafe { *g.compute.get_unchecked(us as usize) };
                         stack.push(us);
                     }
                 }
             });
-            if self.compute > limit {
+            if compute > limit {
+                self.compute = compute;
                 return false;
             }
         }
+        self.compute = compute;
+        self.interior.extend(interior.iter().copied());
+        self.frontier.extend_from_slice(frontier);
         true
     }
 

@@ -24,7 +24,7 @@ use crate::heuristic::Heuristic;
 use crate::memory::MemoryGuard;
 use crate::outcome::{Fail, RunResult};
 use crate::pool::Pool;
-use crate::regions::{Direction, GraphView, Marks, Region};
+use crate::regions::{Direction, GraphView, Marks, Region, Walk};
 use crate::rng::SplitMix64;
 use crate::trace::{Command, TensorId, Trace};
 use std::rc::Rc;
@@ -170,7 +170,7 @@ struct Replay<'a> {
     rng: SplitMix64,
     frames: Vec<Frame>,
     pending: Vec<TensorId>,
-    walk: Vec<u32>,
+    walk: Walk,
     marks: Marks,
     /// A second set, for walks that track two at once (`Region::absorb_all`).
     marks2: Marks,
@@ -263,7 +263,7 @@ impl<'a> Replay<'a> {
             rng: SplitMix64::new(cfg.seed),
             frames: Vec::new(),
             pending: Vec::new(),
-            walk: Vec::new(),
+            walk: Walk::default(),
             marks: Marks::new(n),
             marks2: Marks::new(n),
             scratch: Vec::new(),
