@@ -30,6 +30,25 @@ def test_every_rule_runs_the_step_named_after_it():
     assert not [name for name, body in blocks.items() if "dtrlab task" in body or "--params" in body]
 
 
+def test_each_rule_is_found_in_its_module_alone():
+    """`steps.MODULES` says which module registers each step (a job imports
+    that one only): every module registers exactly the rules listed for it."""
+    for module, rules in steps.MODULES.items():
+        code = (f"import importlib, dtrlab.steps as s; importlib.import_module('dtrlab.steps.{module}'); "
+                "print(' '.join(sorted(s._STEPS)))")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+        assert out.split() == sorted(rules), module
+
+
+def test_a_chunk_job_imports_no_pandas():
+    """The chunk jobs, hundreds of them, start without pandas (its import
+    is about half a second a job)."""
+    code = ("import sys, dtrlab.steps as s; s.step_of('atlas_chunk'); "
+            "print('pandas' in sys.modules, 'matplotlib' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False"]
+
+
 def test_named_values_say_what_is_declared():
     n = Named(trace="t.log", chunks=["a", "b"])
     assert n.trace == "t.log" and n.files() == ["t.log", "a", "b"] and dict(n) == {"trace": "t.log", "chunks": ["a", "b"]}

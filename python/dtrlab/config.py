@@ -31,10 +31,20 @@ class ConfigError(ValueError):
 SCHEMA_PATH = Path(__file__).with_name("config.schema.yaml")
 
 
+#: libyaml's parser where PyYAML has it (the same safe constructor; about 7x
+#: faster: every workflow job reads the schema when it starts).
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def load_yaml(stream):
+    """``yaml.safe_load``, parsed by libyaml where available."""
+    return yaml.load(stream, Loader=_LOADER)
+
+
 @functools.cache
 def _schema() -> dict:
     with open(SCHEMA_PATH) as f:
-        return yaml.safe_load(f)
+        return load_yaml(f)
 
 
 def schema() -> dict:
@@ -123,7 +133,7 @@ def _coerce(value, sub: dict, root: dict):
         wanted = tuple(t for k in kinds for t in _SCALARS.get(k, ()))
         if wanted or "null" in kinds:
             try:
-                parsed = yaml.safe_load(value)
+                parsed = load_yaml(value)
             except yaml.YAMLError:
                 return value
             if parsed is None and "null" in kinds:
@@ -144,7 +154,7 @@ def _fill_defaults(config: dict, schema: dict) -> None:
 def load(path: str | os.PathLike) -> dict:
     """Read, default-fill and validate a config file."""
     with open(path) as f:
-        config = yaml.safe_load(f) or {}
+        config = load_yaml(f) or {}
     return validate(config, _schema())
 
 

@@ -3,7 +3,10 @@ and above it) and non-monotone overhead, from a budget sweep."""
 
 from __future__ import annotations
 
-import pandas as pd
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the atlas's chunk jobs use `runs` and start without pandas
+    import pandas as pd
 
 
 def runs(flags) -> list[tuple[int, int]]:

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import sys
 
-import pandas as pd
-
 from dtrlab import atlas, engine
 from dtrlab.atomic import write_text
 from dtrlab.steps import Step, step
@@ -36,6 +34,7 @@ def atlas_chunk(s: Step) -> None:
 def atlas_trace(s: Step) -> None:
     """A trace's chunks merged: the atlas (with each hole's forensics, if
     asked), its classes and its holes as tables."""
+    import pandas as pd  # here, not above: the chunk jobs start without it
     t = s.trace()
     a = atlas.combine([atlas.from_dict(read_json(p)) for p in s.input.chunks])
     fx = [atlas.hole_forensics(t, a, h) for h in a.holes()] if s.params.forensics else None
@@ -54,6 +53,8 @@ def atlas_trace(s: Step) -> None:
 @step()
 def atlas_report(s: Step) -> None:
     """Every trace's atlas in one figure (PDF, PNG) and one holes table (CSV, LaTeX)."""
+    import pandas as pd
+
     from dtrlab.report import figures, tables
 
     atlases = [(atlas.from_dict(d), d) for d in map(read_json, s.input.atlases)]

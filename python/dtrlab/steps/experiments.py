@@ -116,10 +116,10 @@ def claims(s: Step) -> None:
 
 @step()
 def claims_check(s: Step) -> None:
-    import yaml
+    from dtrlab.config import load_yaml
 
     computed = read_json(s.input.claims)
-    published = yaml.safe_load(Path(s.input.published).read_text())
+    published = load_yaml(Path(s.input.published).read_text())
     rows = claim_values.check(computed, published)
     df = pd.DataFrame(rows)
     df["published"] = df.published.astype(str)
