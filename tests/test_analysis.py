@@ -150,6 +150,30 @@ def test_refining_around_a_hole_finds_resnet32s_inversion(load):
     assert (b["lo_ratio"], b["hi_ratio"], b["statuses"]) == (0.102, 0.106, ["oom"])
 
 
+def test_a_merged_sweep_does_not_depend_on_its_chunking(load, tmp_path):
+    """The same replays chunked two ways merge into the same Parquet bytes
+    (chunks of failing and succeeding runs both; real replays of ResNet-32,
+    which fails at 0.09 and succeeds at 0.10)."""
+    from dtrlab import sweeps
+    from dtrlab.steps.io import write_table
+
+    t = load("resnet32")
+    points = [{"heuristic": "DTR", "ratio": r, "cap": 60.0, "seed": 0} for r in (0.09, 0.1, 0.11, 0.12)]
+    rows = sweeps.run_points(t, points, progress=False)
+
+    def merged(sizes, name):
+        parts, at = [], 0
+        for k, n in enumerate(sizes):
+            write_table(sweeps.table(rows[at:at + n]), tmp_path / f"{name}-{k}.parquet")
+            parts.append(pd.read_parquet(tmp_path / f"{name}-{k}.parquet"))
+            at += n
+        write_table(sweeps.merge(parts), tmp_path / f"{name}.parquet")
+        return (tmp_path / f"{name}.parquet").read_bytes()
+
+    # A chunk without a failure (the last three) beside one with, or all in one.
+    assert merged([1, 3], "split") == merged([4], "whole") == merged([2, 2], "halves")
+
+
 def test_the_comparison_row_counts_switches_inversions_and_holes():
     """One trace's row of the side-by-side (Section 'Beyond the public traces')."""
     from dtrlab.analysis import compare

@@ -24,6 +24,13 @@ COLUMNS = (
     "interval_lo", "interval_hi", "digest",
 )
 
+#: Text columns that are empty where a run did not fail. A chunk read back
+#: holds them as strings if any of its runs failed, as objects if none did,
+#: and concatenation keeps strings only if every chunk had them: so the
+#: merged table holds them as objects, and its types depend on its rows only,
+#: never on how the sweep was chunked.
+NULLABLE_TEXT = ("fail_tensor_name", "fail_computing_tensor_name", "fail_computing_op_name")
+
 FAIL_KEYS = ("pinned", "request", "over_by", "depth", "model_op", "tensor_id", "tensor_name",
              "computing_tensor_name", "computing_op_name")
 
@@ -84,4 +91,16 @@ def table(rows: list[dict]):
         df[c] = df[c].astype("Int64")
     for c in ("overhead", "overhead_clock", "cap"):
         df[c] = df[c].astype("float64")
+    return df
+
+
+def merge(chunks):
+    """Chunk tables (read back from Parquet) as one, sorted by heuristic,
+    seed and ratio, with column types that do not depend on the chunking."""
+    import pandas as pd
+
+    df = pd.concat(list(chunks), ignore_index=True)
+    df = df.sort_values(["heuristic", "seed", "ratio"], kind="stable").reset_index(drop=True)
+    for c in NULLABLE_TEXT:
+        df[c] = df[c].astype(object)
     return df

@@ -25,9 +25,7 @@ def sweep_chunk(s: Step) -> None:
 @step()
 def sweep(s: Step) -> None:
     """The chunks as one table, sorted by heuristic, seed and ratio."""
-    df = pd.concat([pd.read_parquet(p) for p in s.input.chunks], ignore_index=True)
-    df = df.sort_values(["heuristic", "seed", "ratio"], kind="stable").reset_index(drop=True)
-    write_table(df, s.output.parquet, s.output.csv)
+    write_table(sweeps.merge(pd.read_parquet(p) for p in s.input.chunks), s.output.parquet, s.output.csv)
 
 
 def _run(s: Step, t: engine.Trace, ratio: float) -> engine.SimResult:
