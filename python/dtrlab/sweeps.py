@@ -99,7 +99,7 @@ def merge(chunks):
     seed and ratio, with column types that do not depend on the chunking."""
     import pandas as pd
 
-    df = pd.concat(list(chunks), ignore_index=True)
+    df = pd.concat(chunks, ignore_index=True)
     df = df.sort_values(["heuristic", "seed", "ratio"], kind="stable").reset_index(drop=True)
     for c in NULLABLE_TEXT:
         df[c] = df[c].astype(object)

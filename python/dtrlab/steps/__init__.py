@@ -37,6 +37,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "paper": ("paper_tables", "paper_macros", "paper"),
     "manifests": ("manifest", "atlas_manifest"),
 }
+_MODULE_OF = {rule: module for module, rules in MODULES.items() for rule in rules}
 
 _STEPS: dict[str, Callable[[Step], None]] = {}
 #: How each step's provenance is recorded: "before" its outputs are written
@@ -121,11 +122,9 @@ def steps() -> dict[str, Callable[[Step], None]]:
 
 def step_of(rule: str) -> Callable[[Step], None]:
     """The step of ``rule``, its module loaded (and no other)."""
-    module = next((m for m, rules in MODULES.items() if rule in rules), None)
-    if module is None:
-        names = sorted(r for rules in MODULES.values() for r in rules)
-        raise ValueError(f"no step for rule {rule!r}; steps: {', '.join(names)}")
-    importlib.import_module(f"dtrlab.steps.{module}")
+    if rule not in _MODULE_OF:
+        raise ValueError(f"no step for rule {rule!r}; steps: {', '.join(sorted(_MODULE_OF))}")
+    importlib.import_module(f"dtrlab.steps.{_MODULE_OF[rule]}")
     return _STEPS[rule]
 
 
