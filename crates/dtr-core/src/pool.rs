@@ -86,6 +86,14 @@ impl<P: Copy + Default> Pool<P> {
         self.payload.truncate(kept);
     }
 
+    /// The slot of member `s`.
+    #[inline]
+    pub fn slot_of(&self, s: u32) -> usize {
+        let slot = self.at[s as usize];
+        assert!(slot != HOLE, "storage {s} is not in the pool");
+        slot as usize
+    }
+
     /// The slots in pool order: members and holes (`HOLE`). Valid until the
     /// pool next changes.
     #[inline]

@@ -139,6 +139,8 @@ struct Replay<'a> {
     dirty_keys: Vec<u32>,
     /// The scan's scratch: slots that may hold the victim, with their rank.
     kept: Vec<(u32, u32)>,
+    /// A pool member likely to score low at the next scan (`scan_seed`).
+    scan_hint: Option<u32>,
     /// While a model operator with an evicted input is being materialized,
     /// which regions must be rebuilt as soon as they are marked stale
     /// (see `ensure_exact`).
@@ -238,6 +240,7 @@ impl<'a> Replay<'a> {
             key_dirty: if keyed { vec![false; n] } else { Vec::new() },
             dirty_keys: Vec::new(),
             kept: Vec::new(),
+            scan_hint: None,
             eager: if cfg.eager_regions { Eager::All } else { Eager::None },
             compute_changes: 0,
             eq: EqClasses::default(),
