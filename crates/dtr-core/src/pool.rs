@@ -2,9 +2,11 @@
 //! append and removal.
 //!
 //! Members sit in a vector of slots in pool order; a removal leaves a hole
-//! (`HOLE`), and the slots are compacted once holes outnumber members, so a
-//! scan in pool order reads one contiguous array (the victim scan reads every
-//! member at every eviction) and costs O(members) amortized. Each slot
+//! (`HOLE`), and the slots are compacted once holes exceed a quarter of the
+//! members (plus a slack), so a scan in pool order reads one contiguous array
+//! with few holes (the victim scan reads every slot at every eviction; a
+//! third of them were holes when compacting at half) and a compaction, after
+//! at least a quarter as many removals as members, costs O(1) a removal. Each slot
 //! carries a payload `P` beside it (the victim scan's key), so that what a
 //! scan reads is contiguous too.
 
@@ -46,7 +48,7 @@ impl<P: Copy + Default> Pool<P> {
             return false;
         }
         // Slot indices fit in u32: there are at most as many members as
-        // storages, and holes never outnumber members by more than `SLACK`.
+        // storages, and holes never exceed a quarter of them plus `SLACK`.
         self.at[s as usize] = self.slots.len() as u32;
         self.slots.push(s);
         self.payload.push(P::default());
@@ -64,7 +66,7 @@ impl<P: Copy + Default> Pool<P> {
         self.slots[slot as usize] = HOLE;
         self.len -= 1;
         const SLACK: usize = 64;
-        if self.slots.len() > 2 * self.len + SLACK {
+        if self.slots.len() > self.len + self.len / 4 + SLACK {
             self.compact();
         }
         true
