@@ -181,8 +181,16 @@ pub fn score(size_term: bool, stale_term: bool, c: Candidate) -> f64 {
 pub(crate) fn int_to_f64(x: i128) -> f64 {
     match i64::try_from(x) {
         Ok(x) => x as f64,
-        Err(_) => x as f64,
+        Err(_) => wide_to_f64(x),
     }
+}
+
+/// Out of line: with both arms `x as f64` the compiler merged them into the
+/// software 128-bit conversion, a fiftieth of a thrashing replay.
+#[cold]
+#[inline(never)]
+fn wide_to_f64(x: i128) -> f64 {
+    x as f64
 }
 
 /// `num / den` as Python's `int / int` (correctly rounded; rounding to
