@@ -103,7 +103,6 @@ impl Marks {
 /// fills these, and the region copies the result in one allocation.
 #[derive(Debug, Clone, Default)]
 pub struct Walk {
-    stack: Vec<u32>,
     interior: Vec<u32>,
     frontier: Vec<u32>,
 }
@@ -164,15 +163,17 @@ impl Region {
     ) -> bool {
         self.clear();
         self.created = g.created;
-        let Walk { stack, interior, frontier } = walk;
+        let Walk { interior, frontier } = walk;
         interior.clear();
         frontier.clear();
         marks.reset();
         marks.insert(base);
-        stack.clear();
-        stack.push(base);
         let mut compute = 0u64;
-        while let Some(s) = stack.pop() {
+        // Breadth first, the interior found so far being the queue: a region
+        // is a set (its order is not observable), and no stack is kept.
+        let mut next = 0;
+        let mut s = base;
+        loop {
             g.for_each_neighbour(s, dir, |us| {
                 if marks.insert(us) {
                     debug_assert!((us as usize) < g.material.len() && (us as usize) < g.compute.len());
@@ -182,7 +183,6 @@ impl Region {
                     } else {
                         interior.push(us);
                         compute += unsafe { *g.compute.get_unchecked(us as usize) };
-                        stack.push(us);
                     }
                 }
             });
@@ -190,6 +190,9 @@ impl Region {
                 self.compute = compute;
                 return false;
             }
+            let Some(&n) = interior.get(next) else { break };
+            next += 1;
+            s = n;
         }
         self.compute = compute;
         self.interior.extend(interior.iter().copied());
