@@ -123,7 +123,7 @@ impl Replay<'_> {
     /// same holds in reverse), and everything else only adds to a region
     /// (an eviction, a new link, an alias's compute). So a lower bound of a
     /// region, lowered by `loss` at each mark, stays one; a bound raised by
-    /// what a walk or its neighbours show (`lower_bound`, `exact_within`)
+    /// what a walk or its neighbours show (`raise_bound`, `exact_within`)
     /// too.
     #[inline]
     pub(super) fn mark_stale(&mut self, s: u32, dir: Direction, loss: u64) {

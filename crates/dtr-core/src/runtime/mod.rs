@@ -121,7 +121,7 @@ struct Replay<'a> {
     stale_list: [Vec<u32>; 2],
     /// Per stale region: a lower bound of its compute (see `mark_stale`),
     /// how often it was marked, and at which mark its direct evicted
-    /// neighbours last raised the bound (`lower_bound`).
+    /// neighbours last raised the bound (`raise_bound`).
     bound: Vec<[u64; 2]>,
     marked: Vec<[u64; 2]>,
     neighbours_at: Vec<[u64; 2]>,

@@ -7,10 +7,9 @@ use super::Replay;
 use crate::error::EngineError;
 use crate::heuristic::{int_to_f64, score, Candidate, Cost, CostParts, Heuristic};
 use crate::pool::HOLE;
-use crate::regions::{Direction, GraphView, Region};
+use crate::regions::{Direction, GraphView};
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
-use std::rc::Rc;
 
 /// A candidate's score bound and its index in pool order, ordered by bound
 /// (`total_cmp`), then index: the order the exact scoring visits them in.
@@ -210,13 +209,17 @@ impl Replay<'_> {
     /// whether both are exact (then so is the term); with `neighbours`,
     /// stale bounds are raised by the direct neighbours first.
     fn bounded_term(&mut self, cost: Cost, s: u32, neighbours: bool) -> (i128, u64, u64, bool) {
-        let fwd = if cost == Cost::Neighbourhood { self.region_bound(s, Direction::Forward) } else { Some(0) };
-        let rev = self.region_bound(s, Direction::Reverse);
-        let exact = fwd.is_some() && rev.is_some();
-        let fwd = fwd.unwrap_or_else(|| self.lower_bound(s, Direction::Forward, neighbours));
-        let rev = rev.unwrap_or_else(|| self.lower_bound(s, Direction::Reverse, neighbours));
+        let both = cost == Cost::Neighbourhood;
+        if neighbours {
+            if both {
+                self.raise_bound(s, Direction::Forward);
+            }
+            self.raise_bound(s, Direction::Reverse);
+        }
+        let (fwd, fwd_exact) = if both { self.stored_bound(s, Direction::Forward) } else { (0, true) };
+        let (rev, rev_exact) = self.stored_bound(s, Direction::Reverse);
         let parts = CostParts { own: self.compute[s as usize] as i128, forward: fwd as i128, reverse: rev as i128, classes: 0 };
-        (cost.term(parts), fwd, rev, exact)
+        (cost.term(parts), fwd, rev, fwd_exact && rev_exact)
     }
 
     /// Renew the keys of the touched pool members.
@@ -385,7 +388,7 @@ impl Replay<'_> {
     /// and stops at the first score 0: it picks the first zero in pool
     /// order, else the last candidate with the minimal score, and scores the
     /// candidates up to that zero (or all). A region that is not exact is
-    /// bounded below (`lower_bound`): a stale one by its bound (see
+    /// bounded below (`stored_bound`): a stale one by its bound (see
     /// `mark_stale`), one owed absorbs by its current compute plus that of
     /// the storages it is owed (an absorb adds at least that). A score rises
     /// with its cost term, so a candidate whose bound
@@ -453,42 +456,42 @@ impl Replay<'_> {
         picked
     }
 
-    /// A region's compute if it is exact now (not stale, no absorbs owed).
+    /// A region's compute, or a lower bound of it, and whether it is exact
+    /// (not stale, no absorbs owed), from what is stored: a stale region's
+    /// bound (see `mark_stale`); for one owed absorbs, its compute plus that
+    /// of the storages it is owed (an absorb adds at least the absorbed
+    /// storage's compute, as it is when applied: no evicted storage's
+    /// compute changes while absorbs are owed, see `settle_owed`).
     #[inline]
-    pub(super) fn region_bound(&self, s: u32, dir: Direction) -> Option<u64> {
-        let si = s as usize;
-        let (stale, owed, region) = match dir {
-            Direction::Forward => (self.stale[si][0], &self.owed_fwd[si], &self.fwd[si]),
-            Direction::Reverse => (self.stale[si][1], &self.owed_rev[si], &self.rev[si]),
+    pub(super) fn stored_bound(&self, s: u32, dir: Direction) -> (u64, bool) {
+        let (si, d) = (s as usize, dir as usize);
+        if self.stale[si][d] {
+            return (self.bound[si][d], false);
+        }
+        let (owed, region) = match dir {
+            Direction::Forward => (&self.owed_fwd[si], &self.fwd[si]),
+            Direction::Reverse => (&self.owed_rev[si], &self.rev[si]),
         };
-        (!stale && owed.is_empty()).then_some(region.compute)
+        if owed.is_empty() {
+            (region.compute, true)
+        } else {
+            // Saturating: a bound still, should the list's sum pass 2^64.
+            let owed = owed.iter().fold(0u64, |a, &(x, _)| a.saturating_add(self.compute[x as usize]));
+            (region.compute.saturating_add(owed), false)
+        }
     }
 
-    /// A lower bound of a region's compute that is not exact now; with
-    /// `neighbours`, a stale one's is first raised by its direct neighbours.
-    pub(super) fn lower_bound(&mut self, s: u32, dir: Direction, neighbours: bool) -> u64 {
-        let si = s as usize;
-        // An absorb adds at least the absorbed storage's compute, as it is
-        // when applied (no evicted storage's compute changes while absorbs
-        // are owed: see `settle_owed`).
-        let owed = |owed: &[(u32, Rc<Region>)]| owed.iter().map(|&(x, _)| self.compute[x as usize]).sum::<u64>();
-        match dir {
-            Direction::Forward if !self.stale[si][0] => self.fwd[si].compute + owed(&self.owed_fwd[si]),
-            Direction::Reverse if !self.stale[si][1] => self.rev[si].compute + owed(&self.owed_rev[si]),
-            _ => {
-                let d = dir as usize;
-                if neighbours && self.neighbours_at[si][d] != self.marked[si][d] {
-                    // Any walk reaches the direct evicted neighbours: raise
-                    // the bound to their compute, once per mark.
-                    let sum = self.evicted_neighbour_compute(s, dir);
-                    if sum > self.bound[si][d] {
-                        self.bound[si][d] = sum;
-                        self.touch(s);
-                    }
-                    self.neighbours_at[si][d] = self.marked[si][d];
-                }
-                self.bound[si][d]
+    /// Raise a stale region's bound to the compute of its direct evicted
+    /// neighbours, which any walk reaches: once per mark.
+    fn raise_bound(&mut self, s: u32, dir: Direction) {
+        let (si, d) = (s as usize, dir as usize);
+        if self.stale[si][d] && self.neighbours_at[si][d] != self.marked[si][d] {
+            let sum = self.evicted_neighbour_compute(s, dir);
+            if sum > self.bound[si][d] {
+                self.bound[si][d] = sum;
+                self.touch(s);
             }
+            self.neighbours_at[si][d] = self.marked[si][d];
         }
     }
 
