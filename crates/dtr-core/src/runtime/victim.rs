@@ -332,8 +332,9 @@ impl Replay<'_> {
     /// seed is one of them, scanned like the others, so its `best_hi` is
     /// such a bound too, and the filter then drops only candidates scoring
     /// strictly above the minimum (see `LO2`). The scan starts with a
-    /// tighter bound instead of keeping every slot up to the first good
-    /// candidate in pool order (half the pool on Inception-v4 at 0.20).
+    /// tight bound instead of keeping every slot up to the first good
+    /// candidate in pool order (Inception-v4 at 0.20 of its peak: 506 slots
+    /// kept a scan, 164 with the seed).
     fn scan_seed(&self, stale: bool, t: f64) -> (f64, f64, f64) {
         let none = (f64::INFINITY, 1.0, f64::INFINITY);
         let Some(h) = self.scan_hint.filter(|&h| self.pool.contains(h)) else {
