@@ -112,9 +112,8 @@ impl<P: Copy + Default> Pool<P> {
     /// The payload of member `s`.
     #[inline]
     pub fn payload_mut(&mut self, s: u32) -> &mut P {
-        let slot = self.at[s as usize];
-        assert!(slot != HOLE, "storage {s} is not in the pool");
-        &mut self.payload[slot as usize]
+        let slot = self.slot_of(s);
+        &mut self.payload[slot]
     }
 
     /// Members in pool order.

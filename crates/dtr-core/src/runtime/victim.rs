@@ -342,8 +342,9 @@ impl Replay<'_> {
         };
         let key = self.pool.payload()[self.pool.slot_of(h)];
         let st = if stale { t - key.a } else { 1.0 };
-        let known = key.exact && !key.retained && key.a != f64::NEG_INFINITY;
-        if known && st > 0.0 && st < f64::INFINITY && key.r > 0.0 && key.r < f64::INFINITY {
+        // Known as the scan below knows it; a finite staleness leaves out
+        // the never accessed (whose q is 0 where staleness counts).
+        if key.exact && !key.retained && st > 0.0 && st < f64::INFINITY && key.r > 0.0 && key.r < f64::INFINITY {
             (key.r, st, key.r / st * HI)
         } else {
             none
