@@ -151,7 +151,7 @@ def test_refining_around_a_hole_finds_resnet32s_inversion(load):
 
 
 def test_a_merged_sweep_does_not_depend_on_its_chunking(load, tmp_path):
-    """The same replays chunked two ways merge into the same Parquet bytes
+    """The same replays chunked three ways merge into the same Parquet bytes
     (chunks of failing and succeeding runs both; real replays of ResNet-32,
     which fails at 0.09 and succeeds at 0.10)."""
     from dtrlab import sweeps

@@ -24,15 +24,15 @@ COLUMNS = (
     "interval_lo", "interval_hi", "digest",
 )
 
-#: Text columns that are empty where a run did not fail. A chunk read back
-#: holds them as strings if any of its runs failed, as objects if none did,
-#: and concatenation keeps strings only if every chunk had them: so the
-#: merged table holds them as objects, and its types depend on its rows only,
-#: never on how the sweep was chunked.
-NULLABLE_TEXT = ("fail_tensor_name", "fail_computing_tensor_name", "fail_computing_op_name")
-
 FAIL_KEYS = ("pinned", "request", "over_by", "depth", "model_op", "tensor_id", "tensor_name",
              "computing_tensor_name", "computing_op_name")
+
+#: Text columns that are empty where a run did not fail (the failure's
+#: names). A chunk read back holds them as strings if any of its runs failed,
+#: as objects if none did, and concatenation keeps strings only if every
+#: chunk had them: so the merged table holds them as objects, and its types
+#: depend on its rows only, never on how the sweep was chunked.
+NULLABLE_TEXT = tuple(f"fail_{k}" for k in FAIL_KEYS if k.endswith("_name"))
 
 
 def row(r: engine.SimResult) -> dict:
