@@ -130,33 +130,39 @@ impl Replay<'_> {
         let (si, d) = (s as usize, dir as usize);
         // One per mark: 2^64 marks would take centuries.
         self.marked[si][d] += 1;
-        let before = if self.stale[si][d] {
-            self.bound[si][d]
+        if self.stale[si][d] {
+            // Most marks of a thrashing replay fall on stale regions: the
+            // key reads the bound, so it changes only if the bound moves.
+            let bound = &mut self.bound[si][d];
+            let after = bound.saturating_sub(loss);
+            if after != *bound {
+                *bound = after;
+                self.touch(s);
+            }
         } else {
-            // Exact, or owed absorbs (which only add): a lower bound.
-            match dir {
-                Direction::Forward => self.fwd[si].compute,
-                Direction::Reverse => self.rev[si].compute,
-            }
+            self.mark_fresh_stale(s, dir, loss);
+        }
+    }
+
+    /// `mark_stale` of a region that is not stale yet.
+    #[cold]
+    fn mark_fresh_stale(&mut self, s: u32, dir: Direction, loss: u64) {
+        let (si, d) = (s as usize, dir as usize);
+        // Exact, or owed absorbs (which only add): a lower bound.
+        let before = match dir {
+            Direction::Forward => self.fwd[si].compute,
+            Direction::Reverse => self.rev[si].compute,
         };
-        let after = before.saturating_sub(loss);
-        // The key reads the bound of a stale region: it changes only if
-        // the region was not stale or its bound moved.
-        if !self.stale[si][d] || after != self.bound[si][d] {
-            self.touch(s);
+        self.bound[si][d] = before.saturating_sub(loss);
+        self.touch(s);
+        self.stale[si][d] = true;
+        let list = &mut self.stale_list[d];
+        if list.len() >= self.stale.len() + 64 {
+            // Drop the entries of regions rebuilt since they were listed.
+            let stale = &self.stale;
+            list.retain(|&x| stale[x as usize][dir as usize]);
         }
-        self.bound[si][d] = after;
-        let flag = &mut self.stale[si][d];
-        if !*flag {
-            *flag = true;
-            let list = &mut self.stale_list[d];
-            if list.len() >= self.stale.len() + 64 {
-                // Drop the entries of regions rebuilt since they were listed.
-                let stale = &self.stale;
-                list.retain(|&x| stale[x as usize][dir as usize]);
-            }
-            list.push(s);
-        }
+        list.push(s);
     }
 
     /// Make both regions of `s` exact before they are read: rebuild a stale
