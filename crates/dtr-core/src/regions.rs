@@ -134,6 +134,17 @@ impl GraphView<'_> {
     }
 }
 
+/// `v.push(x)` where `reserve` made room: no capacity check.
+#[inline(always)]
+fn push_reserved(v: &mut Vec<u32>, x: u32) {
+    debug_assert!(v.len() < v.capacity());
+    // SAFETY: the caller reserved room for every push since `reserve`.
+    unsafe {
+        v.as_mut_ptr().add(v.len()).write(x);
+        v.set_len(v.len() + 1);
+    }
+}
+
 impl Region {
     pub fn clear(&mut self) {
         self.interior.clear();
@@ -169,23 +180,37 @@ impl Region {
         marks.reset();
         marks.insert(base);
         let mut compute = 0u64;
+        let links = match dir {
+            Direction::Forward => &g.trace.storage_fwd,
+            Direction::Reverse => &g.trace.storage_rev,
+        };
+        // Checked once here: every other storage walked is a link's target.
+        assert!((base as usize) < links.storages() && links.storages() <= g.material.len() && links.storages() <= g.compute.len());
+        // Each storage is pushed once at most (the marks): room for all of
+        // them up front (kept between walks), and no check a push.
+        interior.reserve(links.storages());
+        frontier.reserve(links.storages());
         // Breadth first, the interior found so far being the queue: a region
         // is a set (its order is not observable), and no stack is kept.
         let mut next = 0;
         let mut s = base;
         loop {
-            g.for_each_neighbour(s, dir, |us| {
+            // SAFETY: `s` is `base` or a link's target (see `get_unchecked`).
+            let out = unsafe { links.get_unchecked(s) };
+            for &(activation, us) in out {
+                if activation >= g.created {
+                    break;
+                }
                 if marks.insert(us) {
-                    debug_assert!((us as usize) < g.material.len() && (us as usize) < g.compute.len());
-                    // SAFETY: storage ids index per-storage arrays of the trace's tensor count.
+                    // SAFETY: a link's target indexes per-storage arrays (asserted above).
                     if unsafe { *g.material.get_unchecked(us as usize) } {
-                        frontier.push(us);
+                        push_reserved(frontier, us);
                     } else {
-                        interior.push(us);
+                        push_reserved(interior, us);
                         compute += unsafe { *g.compute.get_unchecked(us as usize) };
                     }
                 }
-            });
+            }
             if compute > limit {
                 self.compute = compute;
                 return false;

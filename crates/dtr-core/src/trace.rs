@@ -60,7 +60,7 @@ impl Names {
         &self.text[start..self.ends[i]]
     }
 
-    pub fn len(&self) -> usize {
+    pub fn storages(&self) -> usize {
         self.ends.len()
     }
 
@@ -191,6 +191,28 @@ impl StorageLinks {
     #[inline]
     pub fn get(&self, s: u32) -> &[(TensorId, u32)] {
         &self.links[self.offsets[s as usize] as usize..self.offsets[s as usize + 1] as usize]
+    }
+
+    /// The number of storages it has links for.
+    #[inline]
+    pub fn storages(&self) -> usize {
+        self.offsets.len().saturating_sub(1)
+    }
+
+    /// `get` without bounds checks, for the region walks' inner loop (a
+    /// seventh of a thrashing replay went to the checks).
+    ///
+    /// # Safety
+    /// `s < self.storages()`. Every link's target is such an id (`build` takes
+    /// them from the trace's tensors), so a walk checks only where it starts.
+    #[inline]
+    pub unsafe fn get_unchecked(&self, s: u32) -> &[(TensorId, u32)] {
+        debug_assert!((s as usize) < self.storages());
+        // SAFETY: `offsets` has `storages() + 1` ascending entries ending at `links.len()`.
+        unsafe {
+            let (a, b) = (*self.offsets.get_unchecked(s as usize), *self.offsets.get_unchecked(s as usize + 1));
+            self.links.get_unchecked(a as usize..b as usize)
+        }
     }
 }
 
