@@ -13,6 +13,30 @@ pub(super) enum Eager {
     All,
 }
 
+/// What is kept of one region between its rebuilds, together: a mark reads
+/// and writes most of it (a thrashing replay marks about 200 regions an
+/// eviction).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Lazy {
+    /// Owed a rebuild before it is read exactly.
+    pub(super) stale: bool,
+    /// While stale: a lower bound of its compute (see `mark_stale`).
+    pub(super) bound: u64,
+    /// How often it was marked, and at which mark its direct evicted
+    /// neighbours last raised the bound (`raise_bound`).
+    pub(super) marked: u64,
+    pub(super) neighbours_at: u64,
+    /// At which mark a walk of the stale region last stopped at its limit.
+    pub(super) given_up_at: u64,
+}
+
+impl Default for Lazy {
+    fn default() -> Self {
+        // Never raised, never given up: no mark count matches.
+        Lazy { stale: false, bound: 0, marked: 0, neighbours_at: u64::MAX, given_up_at: u64::MAX }
+    }
+}
+
 impl Replay<'_> {
     /// Rebuild the regions of fresh storages, then of their frontiers.
     pub(super) fn rebuild_around(&mut self, fresh: &[u32]) {
@@ -78,7 +102,7 @@ impl Replay<'_> {
             let pi = p as usize;
             let usable = self.material[pi]
                 && !self.regions_unused(p)
-                && !self.stale[pi][0]
+                && !self.lazy[pi][0].stale
                 && self.owed_fwd[pi].is_empty()
                 && self.fwd[pi].created == created
                 && links(p, Direction::Forward).all(|n| n == x || (self.material[n as usize] && !fresh.contains(&n)));
@@ -102,7 +126,7 @@ impl Replay<'_> {
                 self.fwd[x as usize] = region.into_region_of_front(at, self.compute[x as usize]);
                 self.touch(x);
                 self.owed_fwd[x as usize].clear();
-                self.stale[x as usize][0] = false;
+                self.lazy[x as usize][0].stale = false;
                 // Its region was `x` and x's: all of it left.
                 self.mark_stale(p, Direction::Forward, lost);
                 return true;
@@ -129,14 +153,14 @@ impl Replay<'_> {
     pub(super) fn mark_stale(&mut self, s: u32, dir: Direction, loss: u64) {
         let (si, d) = (s as usize, dir as usize);
         // One per mark: 2^64 marks would take centuries.
-        self.marked[si][d] += 1;
-        if self.stale[si][d] {
+        let lazy = &mut self.lazy[si][d];
+        lazy.marked += 1;
+        if lazy.stale {
             // Most marks of a thrashing replay fall on stale regions: the
             // key reads the bound, so it changes only if the bound moves.
-            let bound = &mut self.bound[si][d];
-            let after = bound.saturating_sub(loss);
-            if after != *bound {
-                *bound = after;
+            let after = lazy.bound.saturating_sub(loss);
+            if after != lazy.bound {
+                lazy.bound = after;
                 self.touch(s);
             }
         } else {
@@ -153,14 +177,15 @@ impl Replay<'_> {
             Direction::Forward => self.fwd[si].compute,
             Direction::Reverse => self.rev[si].compute,
         };
-        self.bound[si][d] = before.saturating_sub(loss);
+        let lazy = &mut self.lazy[si][d];
+        lazy.bound = before.saturating_sub(loss);
+        lazy.stale = true;
         self.touch(s);
-        self.stale[si][d] = true;
         let list = &mut self.stale_list[d];
-        if list.len() >= self.stale.len() + 64 {
+        if list.len() >= self.lazy.len() + 64 {
             // Drop the entries of regions rebuilt since they were listed.
-            let stale = &self.stale;
-            list.retain(|&x| stale[x as usize][dir as usize]);
+            let lazy = &self.lazy;
+            list.retain(|&x| lazy[x as usize][dir as usize].stale);
         }
         list.push(s);
     }
@@ -192,10 +217,10 @@ impl Replay<'_> {
     #[inline]
     pub(super) fn ensure_exact(&mut self, s: u32) {
         let si = s as usize;
-        if self.stale[si][0] {
+        if self.lazy[si][0].stale {
             self.rebuild(s, Direction::Forward);
         }
-        if self.stale[si][1] {
+        if self.lazy[si][1].stale {
             self.rebuild(s, Direction::Reverse);
         }
         self.settle_regions(s);
@@ -212,11 +237,11 @@ impl Replay<'_> {
         for &dir in dirs {
             while let Some(s) = self.stale_list[dir as usize].pop() {
                 // Unmarked since: rebuilt meanwhile.
-                if !self.stale[s as usize][dir as usize] {
+                if !self.lazy[s as usize][dir as usize].stale {
                     continue;
                 }
                 if self.regions_unused(s) {
-                    self.stale[s as usize][dir as usize] = false;
+                    self.lazy[s as usize][dir as usize].stale = false;
                 } else {
                     self.rebuild(s, dir); // clears the mark
                 }
@@ -267,7 +292,7 @@ impl Replay<'_> {
 
     pub(super) fn rebuild(&mut self, s: u32, dir: Direction) {
         self.touch(s);
-        self.stale[s as usize][dir as usize] = false;
+        self.lazy[s as usize][dir as usize].stale = false;
         let g = GraphView { trace: self.trace, created: self.created, material: &self.material, compute: &self.compute };
         let region = match dir {
             Direction::Forward => {

@@ -14,7 +14,7 @@ mod lazy_regions;
 mod report;
 mod victim;
 
-use lazy_regions::Eager;
+use lazy_regions::{Eager, Lazy};
 use victim::{Cand, Key};
 
 use crate::eqclass::EqClasses;
@@ -111,22 +111,15 @@ struct Replay<'a> {
     /// Storages that were owed absorbs since the last `settle_owed` (some
     /// may have been settled since, or listed twice).
     owed_list: Vec<u32>,
-    /// Regions owed a rebuild (`[forward, reverse]` per storage) and their
-    /// list (which may also hold entries already rebuilt). A
+    /// Per storage, `[forward, reverse]`: whether the region is owed a
+    /// rebuild, and what is known of it meanwhile (see `Lazy`). A
     /// rematerialization asks for a rebuild of every region around it, and
     /// thrashing asks again and again for the same regions; a stale region
     /// is rebuilt only when it is read, which gives the same region (see
     /// `ensure_exact`).
-    stale: Vec<[bool; 2]>,
+    lazy: Vec<[Lazy; 2]>,
+    /// The stale regions (which may also hold entries already rebuilt).
     stale_list: [Vec<u32>; 2],
-    /// Per stale region: a lower bound of its compute (see `mark_stale`),
-    /// how often it was marked, and at which mark its direct evicted
-    /// neighbours last raised the bound (`raise_bound`).
-    bound: Vec<[u64; 2]>,
-    marked: Vec<[u64; 2]>,
-    neighbours_at: Vec<[u64; 2]>,
-    /// At which mark a walk of the stale region last stopped at its limit.
-    given_up_at: Vec<[u64; 2]>,
     /// Victim-choice scratch: the candidates in pool order, and the
     /// positions still to score exactly.
     candidates: Vec<Cand>,
@@ -228,12 +221,8 @@ impl<'a> Replay<'a> {
             owed_fwd: if regions_on { vec![Vec::new(); n] } else { Vec::new() },
             owed_rev: if regions_on { vec![Vec::new(); n] } else { Vec::new() },
             owed_list: Vec::new(),
-            stale: if regions_on { vec![[false; 2]; n] } else { Vec::new() },
+            lazy: if regions_on { vec![[Lazy::default(); 2]; n] } else { Vec::new() },
             stale_list: [Vec::new(), Vec::new()],
-            bound: if regions_on { vec![[0; 2]; n] } else { Vec::new() },
-            marked: if regions_on { vec![[0; 2]; n] } else { Vec::new() },
-            neighbours_at: if regions_on { vec![[u64::MAX; 2]; n] } else { Vec::new() },
-            given_up_at: if regions_on { vec![[u64::MAX; 2]; n] } else { Vec::new() },
             candidates: Vec::new(),
             bounded: Vec::new(),
             keyed,

@@ -3,6 +3,7 @@
 //! bounds of the regions not read, walks that stop once they cannot win,
 //! and the scores.
 
+use super::lazy_regions::Lazy;
 use super::Replay;
 use crate::error::EngineError;
 use crate::heuristic::{int_to_f64, score, Candidate, Cost, CostParts, Heuristic};
@@ -185,6 +186,7 @@ impl Replay<'_> {
     }
 
     /// The key of `s` as it is now (see `Key`).
+    #[inline(always)]
     fn fresh_key(&mut self, cost: Cost, size: bool, s: u32) -> Key {
         let si = s as usize;
         // The stored bounds only: most keys are renewed and never read closely.
@@ -208,6 +210,7 @@ impl Replay<'_> {
     /// sums it reads (0 for a region it does not read), those bounds, and
     /// whether both are exact (then so is the term); with `neighbours`,
     /// stale bounds are raised by the direct neighbours first.
+    #[inline(always)]
     fn bounded_term(&mut self, cost: Cost, s: u32, neighbours: bool) -> (i128, u64, u64, bool) {
         let both = cost == Cost::Neighbourhood;
         if neighbours {
@@ -274,9 +277,10 @@ impl Replay<'_> {
         // `best_hi` of their time, a superset of those passing the last one.
         let (mut br, mut bst, mut best_hi) = self.scan_seed(stale, t);
         let mut rank = 0u32;
-        for i in 0..slots.len() {
-            let key = &keys[i];
-            if slots[i] == HOLE || key.retained {
+        // Zipped: no bounds check a slot (the pool keeps one key a slot).
+        debug_assert_eq!(slots.len(), keys.len());
+        for (i, (&slot, key)) in slots.iter().zip(keys).enumerate() {
+            if slot == HOLE || key.retained {
                 continue;
             }
             let st = if stale { t - key.a } else { 1.0 };
@@ -464,11 +468,11 @@ impl Replay<'_> {
     /// of the storages it is owed (an absorb adds at least the absorbed
     /// storage's compute, as it is when applied: no evicted storage's
     /// compute changes while absorbs are owed, see `settle_owed`).
-    #[inline]
+    #[inline(always)]
     pub(super) fn stored_bound(&self, s: u32, dir: Direction) -> (u64, bool) {
         let (si, d) = (s as usize, dir as usize);
-        if self.stale[si][d] {
-            return (self.bound[si][d], false);
+        if self.lazy[si][d].stale {
+            return (self.lazy[si][d].bound, false);
         }
         let (owed, region) = match dir {
             Direction::Forward => (&self.owed_fwd[si], &self.fwd[si]),
@@ -487,13 +491,15 @@ impl Replay<'_> {
     /// neighbours, which any walk reaches: once per mark.
     fn raise_bound(&mut self, s: u32, dir: Direction) {
         let (si, d) = (s as usize, dir as usize);
-        if self.stale[si][d] && self.neighbours_at[si][d] != self.marked[si][d] {
+        let Lazy { stale, neighbours_at, marked, .. } = self.lazy[si][d];
+        if stale && neighbours_at != marked {
             let sum = self.evicted_neighbour_compute(s, dir);
-            if sum > self.bound[si][d] {
-                self.bound[si][d] = sum;
+            let lazy = &mut self.lazy[si][d];
+            lazy.neighbours_at = marked;
+            if sum > lazy.bound {
+                lazy.bound = sum;
                 self.touch(s);
             }
-            self.neighbours_at[si][d] = self.marked[si][d];
         }
     }
 
@@ -506,10 +512,10 @@ impl Replay<'_> {
         }
         let d = dir as usize;
         self.touch(s);
-        if self.stale[si][d] {
+        if self.lazy[si][d].stale {
             // A walk given up before, with nothing taken out of the region
             // since, would only start again: this time it runs to the end.
-            let again = self.given_up_at[si][d] == self.marked[si][d];
+            let again = self.lazy[si][d].given_up_at == self.lazy[si][d].marked;
             let limit = if again { u64::MAX } else { limit.map_or(u64::MAX, |k| u64::try_from(k).unwrap_or(u64::MAX)) };
             let g = GraphView { trace: self.trace, created: self.created, material: &self.material, compute: &self.compute };
             let region = match dir {
@@ -518,12 +524,13 @@ impl Replay<'_> {
             };
             if !region.rebuild_within(s, dir, &g, &mut self.marks, &mut self.walk, limit) {
                 // The walk's partial sum is a lower bound now.
-                self.bound[si][d] = self.bound[si][d].max(region.compute);
-                self.given_up_at[si][d] = self.marked[si][d];
+                let lazy = &mut self.lazy[si][d];
+                lazy.bound = lazy.bound.max(region.compute);
+                lazy.given_up_at = lazy.marked;
                 return None;
             }
             region.sums_at = self.compute_changes;
-            self.stale[si][d] = false;
+            self.lazy[si][d].stale = false;
             match dir {
                 Direction::Forward => self.owed_fwd[si].clear(),
                 Direction::Reverse => self.owed_rev[si].clear(),
