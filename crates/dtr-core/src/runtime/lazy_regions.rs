@@ -18,6 +18,9 @@ pub(super) enum Eager {
 /// eviction).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Lazy {
+    /// The storage is pinned or retained: the region is never read again
+    /// (see `regions_unused`; here, where a mark reads it anyway).
+    pub(super) unused: bool,
     /// Owed a rebuild before it is read exactly.
     pub(super) stale: bool,
     /// While stale: a lower bound of its compute (see `mark_stale`).
@@ -33,7 +36,7 @@ pub(super) struct Lazy {
 impl Default for Lazy {
     fn default() -> Self {
         // Never raised, never given up: no mark count matches.
-        Lazy { stale: false, bound: 0, marked: 0, neighbours_at: u64::MAX, given_up_at: u64::MAX }
+        Lazy { unused: false, stale: false, bound: 0, marked: 0, neighbours_at: u64::MAX, given_up_at: u64::MAX }
     }
 }
 
@@ -65,12 +68,12 @@ impl Replay<'_> {
         }
         // Fresh storages are always rebuilt: their frontiers say whom to revisit.
         for s in fwd_again {
-            if !self.regions_unused(s) {
+            if !self.lazy[s as usize][0].unused {
                 self.mark_stale(s, Direction::Forward, fwd_loss);
             }
         }
         for s in rev_again {
-            if !self.regions_unused(s) {
+            if !self.lazy[s as usize][1].unused {
                 self.mark_stale(s, Direction::Reverse, rev_loss);
             }
         }
@@ -287,6 +290,7 @@ impl Replay<'_> {
     /// pinned (or retained) storage they would be written and never read.
     #[inline]
     pub(super) fn regions_unused(&self, s: u32) -> bool {
+        debug_assert!(self.lazy[s as usize].iter().all(|l| l.unused == (self.pinned[s as usize] || self.retained[s as usize])));
         self.pinned[s as usize] || self.retained[s as usize]
     }
 

@@ -203,6 +203,11 @@ impl<'a> Replay<'a> {
         let regions_on = cfg.heuristic.needs_regions();
         let eq_on = cfg.heuristic.needs_eq_classes();
         let keyed = regions_on && !cfg.eager_regions;
+        let lazy = if regions_on {
+            retained.iter().map(|&r| [Lazy { unused: r, ..Lazy::default() }; 2]).collect()
+        } else {
+            Vec::new()
+        };
         Ok(Replay {
             trace,
             cfg,
@@ -221,7 +226,7 @@ impl<'a> Replay<'a> {
             owed_fwd: if regions_on { vec![Vec::new(); n] } else { Vec::new() },
             owed_rev: if regions_on { vec![Vec::new(); n] } else { Vec::new() },
             owed_list: Vec::new(),
-            lazy: if regions_on { vec![[Lazy::default(); 2]; n] } else { Vec::new() },
+            lazy,
             stale_list: [Vec::new(), Vec::new()],
             candidates: Vec::new(),
             bounded: Vec::new(),
@@ -379,6 +384,7 @@ impl<'a> Replay<'a> {
             self.lock(s);
             self.pinned[s as usize] = true;
             if self.regions_on {
+                self.lazy[s as usize].iter_mut().for_each(|l| l.unused = true);
                 // Never read again (see `regions_unused`): give the memory back.
                 self.fwd[s as usize] = Region::default();
                 self.rev[s as usize] = Region::default();
