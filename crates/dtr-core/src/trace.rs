@@ -60,7 +60,7 @@ impl Names {
         &self.text[start..self.ends[i]]
     }
 
-    pub fn storages(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.ends.len()
     }
 
