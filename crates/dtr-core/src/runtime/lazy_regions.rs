@@ -18,8 +18,8 @@ pub(super) enum Eager {
 /// eviction).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Lazy {
-    /// The storage is pinned or retained: the region is never read again
-    /// (see `regions_unused`; here, where a mark reads it anyway).
+    /// The storage is pinned or retained: its regions are never read again
+    /// (`regions_unused` reads it here, beside what a mark reads next).
     pub(super) unused: bool,
     /// Owed a rebuild before it is read exactly.
     pub(super) stale: bool,
@@ -68,12 +68,12 @@ impl Replay<'_> {
         }
         // Fresh storages are always rebuilt: their frontiers say whom to revisit.
         for s in fwd_again {
-            if !self.lazy[s as usize][0].unused {
+            if !self.regions_unused(s) {
                 self.mark_stale(s, Direction::Forward, fwd_loss);
             }
         }
         for s in rev_again {
-            if !self.lazy[s as usize][1].unused {
+            if !self.regions_unused(s) {
                 self.mark_stale(s, Direction::Reverse, rev_loss);
             }
         }
@@ -288,10 +288,12 @@ impl Replay<'_> {
 
     /// Regions are read only while a storage can still be evicted: for a
     /// pinned (or retained) storage they would be written and never read.
+    /// (Regions on: `Lazy::unused` is set where a storage is pinned.)
     #[inline]
     pub(super) fn regions_unused(&self, s: u32) -> bool {
-        debug_assert!(self.lazy[s as usize].iter().all(|l| l.unused == (self.pinned[s as usize] || self.retained[s as usize])));
-        self.pinned[s as usize] || self.retained[s as usize]
+        let si = s as usize;
+        debug_assert_eq!(self.lazy[si][0].unused, self.pinned[si] || self.retained[si]);
+        self.lazy[si][0].unused
     }
 
     pub(super) fn rebuild(&mut self, s: u32, dir: Direction) {

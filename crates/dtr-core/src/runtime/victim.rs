@@ -471,8 +471,9 @@ impl Replay<'_> {
     #[inline(always)]
     pub(super) fn stored_bound(&self, s: u32, dir: Direction) -> (u64, bool) {
         let (si, d) = (s as usize, dir as usize);
-        if self.lazy[si][d].stale {
-            return (self.lazy[si][d].bound, false);
+        let lazy = &self.lazy[si][d];
+        if lazy.stale {
+            return (lazy.bound, false);
         }
         let (owed, region) = match dir {
             Direction::Forward => (&self.owed_fwd[si], &self.fwd[si]),
