@@ -695,14 +695,14 @@ impl<'a> Replay<'a> {
             let own_fwd = Rc::new(std::mem::take(&mut self.fwd[s as usize]));
             let own_rev = Rc::new(std::mem::take(&mut self.rev[s as usize]));
             for &p in &own_rev.frontier {
-                if !self.regions_unused(p) {
+                if self.owes_absorbs(p, Direction::Forward) {
                     self.touch(p);
                     self.list_owed(p);
                     self.owed_fwd[p as usize].push((s, own_fwd.clone()));
                 }
             }
             for &c in &own_fwd.frontier {
-                if !self.regions_unused(c) {
+                if self.owes_absorbs(c, Direction::Reverse) {
                     self.touch(c);
                     self.list_owed(c);
                     self.owed_rev[c as usize].push((s, own_rev.clone()));
