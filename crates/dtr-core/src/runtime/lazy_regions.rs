@@ -61,10 +61,13 @@ impl Replay<'_> {
         }
         // Each once (marks, not a sort: a thrashing replay revisits thousands
         // a step). Order is free: rebuilds are independent, and a bound
-        // lowered twice is still a bound.
-        for again in [&mut fwd_again, &mut rev_again] {
-            self.marks.reset();
-            again.retain(|&x| self.marks.insert(x));
+        // lowered twice is still a bound. One region's frontier holds each
+        // storage once already (every way of making one keeps it a set).
+        if fresh.len() > 1 {
+            for again in [&mut fwd_again, &mut rev_again] {
+                self.marks.reset();
+                again.retain(|&x| self.marks.insert(x));
+            }
         }
         // Fresh storages are always rebuilt: their frontiers say whom to revisit.
         for s in fwd_again {
