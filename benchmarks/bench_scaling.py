@@ -1,6 +1,6 @@
 """Scaling benchmark: how the engine's time and peak memory grow with the work.
 
-Two axes, each point measured in a fresh subprocess (its peak RSS is its own)
+Three axes, each point measured in a fresh subprocess (its peak RSS is its own)
 under a time limit:
 
 - **chain depth**: a synthetic trace x0 -> x1 -> ... -> xn whose tensors are
@@ -9,7 +9,11 @@ under a time limit:
   replay time (DTR, and LRU which keeps no evicted-neighbourhood regions) and
   peak RSS, for n = 1k ... 10^6;
 - **evictions**: every public trace replayed with DTR (cap 60) at a spread of
-  budget ratios; replay time against the number of evictions.
+  budget ratios; replay time against the number of evictions;
+- **regimes**: the issue's workloads (LSTM at 0.265, fast; at 0.264, slow;
+  Inception-v4 at 0.20, thrashed at cap 60) and Inception-v4's own fast
+  budgets: time per eviction, each against the fast regime's, and time per
+  heuristic evaluation (the reference's own unit of work).
 
 Replay times are the minimum over repeated replays in that subprocess, for
 both engines alike: at least ``--repeat`` (3) for the engine and once for
@@ -21,6 +25,7 @@ time limit, side by side.
 
     python benchmarks/bench_scaling.py                      # everything
     python benchmarks/bench_scaling.py --axis chain --max-depth 100000
+    python benchmarks/bench_scaling.py --axis regimes --no-simrd
     python benchmarks/bench_scaling.py --limit 600          # seconds per point
 
 Writes benchmarks/out/scaling.{json,md,png}.
@@ -44,6 +49,9 @@ TRACES = ["densenet", "inception", "lstm", "resnet32", "transformer", "treelstm"
 # Constants (x0: 8 B, w: 150 B) plus two chain tensors of 100 B: the whole
 # chain is walked with two tensors resident.
 CHAIN_BUDGET = 158 + 200
+#: The regimes axis: (trace, ratio, regime), the fast regime's reference point first.
+REGIMES = [("lstm", 0.265, "fast"), ("lstm", 0.264, "slow"), ("inception", 0.20, "thrashed"),
+           ("inception", 0.25, "fast"), ("inception", 0.30, "fast")]
 
 # Runs inside the measuring subprocess: parse, then replay each request.
 CHILD = r"""
@@ -73,13 +81,15 @@ if engine == "native":
     for run in runs:
         cap = run.pop("cap", 60.0)
         best, n, r = timed(lambda: dtrlab.simulate(trace, cap=cap, **run), repeat)
-        out["runs"].append({"seconds": best, "replays": n, "status": r.status, "evictions": r.evictions})
+        out["runs"].append({"seconds": best, "replays": n, "status": r.status, "evictions": r.evictions,
+                            "evaluations": r.heuristic_eval_count})
 else:
     from dtrlab import reference  # runs simrd in a thread with a deep stack
     base = reference.baseline(path)
     for run in runs:
         best, n, r = timed(lambda: reference.simulate(path, baseline_figures=base, **run), 1)
-        out["runs"].append({"seconds": best, "replays": n, "status": r.status, "evictions": r.evictions})
+        out["runs"].append({"seconds": best, "replays": n, "status": r.status, "evictions": r.evictions,
+                            "evaluations": r.heuristic_eval_count})
 out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps(out))
 """
@@ -200,6 +210,34 @@ def evictions_axis(trace_keys: list[str], ratios: list[float], limit: float, wit
     return rows
 
 
+def regimes_axis(limit: float) -> list[dict]:
+    """The native engine on each of `REGIMES`: time per eviction and per
+    heuristic evaluation, and the ratio of the former to the fast regime's
+    reference point (the first)."""
+    from dtrlab import traces
+
+    rows = []
+    for key, ratio, regime in REGIMES:
+        log(f"regimes: {key} {ratio} ({regime}) ...")
+        m = measure("native", traces.resolve_trace(key), [{"ratio": ratio}], limit)
+        row = {"trace": key, "ratio": ratio, "regime": regime}
+        if m is None or "error" in m:
+            row.update(finished=False, **({"error": m["error"]} if m else {}))
+        else:
+            run = m["runs"][0]
+            row.update(finished=True, replay_s=round(run["seconds"], 6), replays=run["replays"],
+                       status=run["status"], evictions=run["evictions"], evaluations=run["evaluations"],
+                       us_per_eviction=round(1e6 * run["seconds"] / max(run["evictions"], 1), 2),
+                       ns_per_evaluation=round(1e9 * run["seconds"] / max(run["evaluations"], 1), 1))
+        rows.append(row)
+        log(json.dumps(row))
+    ref = rows[0] if rows and rows[0].get("finished") else None
+    for row in rows:
+        if ref and row.get("finished"):
+            row["vs_fast"] = round(row["us_per_eviction"] / ref["us_per_eviction"], 2)
+    return rows
+
+
 def summarize(chain: list[dict], evictions: list[dict]) -> dict:
     fits = {}
     for engine in ("native", "simrd"):
@@ -220,8 +258,28 @@ def summarize(chain: list[dict], evictions: list[dict]) -> dict:
     return {k: (round(v, 3) if v is not None else None) for k, v in fits.items()}
 
 
-def markdown(chain: list[dict], evictions: list[dict], fits: dict) -> str:
-    out = ["## Chain depth", "",
+def regimes_markdown(regimes: list[dict]) -> list[str]:
+    if not regimes:
+        return []
+    first = regimes[0]
+    out = ["## Regimes (native, DTR, cap 60)", "",
+           f"Time per eviction against the fast regime's ({first['trace']} {first['ratio']}).", "",
+           "| trace | ratio | regime | replay (s) | replays | status | evictions | evaluations "
+           "| µs per eviction | vs fast | ns per evaluation |",
+           "|---|---:|---|---:|---:|---|---:|---:|---:|---:|---:|"]
+    for r in regimes:
+        if r.get("finished"):
+            out.append(f"| {r['trace']} | {r['ratio']} | {r['regime']} | {r['replay_s']} | {r['replays']} | "
+                       f"{r['status']} | {r['evictions']:,} | {r['evaluations']:,} | {r['us_per_eviction']} | "
+                       f"{r.get('vs_fast', '-')}x | {r['ns_per_evaluation']} |")
+        else:
+            out.append(f"| {r['trace']} | {r['ratio']} | {r['regime']} | {r.get('error', 'time limit')} "
+                       "| - | - | - | - | - | - | - |")
+    return out + [""]
+
+
+def markdown(chain: list[dict], evictions: list[dict], fits: dict, regimes: list[dict] = ()) -> str:
+    out = regimes_markdown(list(regimes)) + ["## Chain depth", "",
            "| depth | file (MB) | heuristic | engine | parse (s) | replay (s) | replays | status | evictions "
            "| peak RSS (MB) |",
            "|---:|---:|---|---|---:|---:|---:|---|---:|---:|"]
@@ -320,7 +378,7 @@ def figure(chain: list[dict], evictions: list[dict], path: Path) -> None:
 def main() -> int:
     global REPEAT, MIN_TIME
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--axis", choices=["chain", "evictions", "both"], default="both")
+    ap.add_argument("--axis", choices=["chain", "evictions", "regimes", "all"], default="all")
     ap.add_argument("--max-depth", type=int, default=DEPTHS[-1], help="deepest chain (default 10^6)")
     ap.add_argument("--limit", type=float, default=300.0, help="seconds per measured point")
     ap.add_argument("--simrd-max-depth", type=int, default=3_000, help="deepest chain given to simrd")
@@ -336,21 +394,23 @@ def main() -> int:
     if args.limit <= 0 or args.max_depth < 1 or args.repeat < 1 or args.min_time < 0:
         ap.error("--limit, --max-depth and --repeat must be positive, --min-time not negative")
     with_ref = bool(os.environ.get("DTRLAB_SIMRD")) and not args.no_simrd
-    chain, evictions = [], []
+    chain, evictions, regimes = [], [], []
+    if args.axis in ("regimes", "all"):
+        regimes = regimes_axis(args.limit)
     with tempfile.TemporaryDirectory(prefix="dtrlab-scaling-") as work:
-        if args.axis in ("chain", "both"):
+        if args.axis in ("chain", "all"):
             depths = [d for d in DEPTHS if d <= args.max_depth]
             chain = chain_axis(depths, args.limit, with_ref, args.simrd_max_depth, Path(work))
-    if args.axis in ("evictions", "both"):
+    if args.axis in ("evictions", "all"):
         evictions = evictions_axis([k for k in args.traces.split(",") if k], RATIOS, args.limit, with_ref)
     fits = summarize(chain, evictions)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     meta = {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
             "limit_s": args.limit}
-    out.with_suffix(".json").write_text(json.dumps({"meta": meta, "chain": chain, "evictions": evictions,
-                                                    "slopes": fits}, indent=1) + "\n")
-    text = markdown(chain, evictions, fits)
+    out.with_suffix(".json").write_text(json.dumps({"meta": meta, "regimes": regimes, "chain": chain,
+                                                    "evictions": evictions, "slopes": fits}, indent=1) + "\n")
+    text = markdown(chain, evictions, fits, regimes)
     out.with_suffix(".md").write_text(text)
     figure(chain, evictions, out.with_suffix(".png"))
     print(text)
