@@ -7,7 +7,7 @@
 //! regions when it is evicted. Sets are plain vectors; membership during a
 //! walk is tested with generation-stamped marks (no hashing).
 
-use crate::trace::{TensorId, Trace};
+use crate::trace::{StorageLinks, TensorId, Trace};
 use rustc_hash::FxHashSet;
 use std::rc::Rc;
 use std::collections::VecDeque;
@@ -107,6 +107,80 @@ pub struct Walk {
     frontier: Vec<u32>,
 }
 
+impl Walk {
+    /// Empty the buffers and the marks for a walk from `base` (marked) in
+    /// `dir`, with room for every storage; the links it follows.
+    fn start<'g>(&mut self, base: u32, dir: Direction, g: &GraphView<'g>, marks: &mut Marks) -> &'g StorageLinks {
+        self.interior.clear();
+        self.frontier.clear();
+        marks.reset();
+        marks.insert(base);
+        let links = match dir {
+            Direction::Forward => &g.trace.storage_fwd,
+            Direction::Reverse => &g.trace.storage_rev,
+        };
+        // Checked once here: every other storage walked is a link's target.
+        assert!((base as usize) < links.storages() && links.storages() <= g.material.len() && links.storages() <= g.compute.len());
+        // Each storage is pushed once at most (the marks): room for all of
+        // them up front (kept between walks), and no check a push.
+        self.interior.reserve(links.storages());
+        self.frontier.reserve(links.storages());
+        links
+    }
+
+    /// Add `x` (marked) to the interior (evicted) or the frontier.
+    #[inline(always)]
+    fn push(&mut self, x: u32, evicted: bool) {
+        let v = if evicted { &mut self.interior } else { &mut self.frontier };
+        debug_assert!(v.len() < v.capacity());
+        // SAFETY: `start` made room for every storage, each pushed once.
+        unsafe {
+            v.as_mut_ptr().add(v.len()).write(x);
+            v.set_len(v.len() + 1);
+        }
+    }
+
+    /// Walk breadth first from `s`, then from each storage of the interior
+    /// from `next` on (the interior found so far is the queue: a region is
+    /// a set, its order not observable, and no stack is kept), adding what
+    /// is not marked yet; `compute` is the interior's sum so far. Stops
+    /// (false) as soon as the sum exceeds `limit`; returns the sum.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn explore(&mut self, mut s: u32, mut next: usize, mut compute: u64, links: &StorageLinks, g: &GraphView, marks: &mut Marks, limit: u64) -> (bool, u64) {
+        loop {
+            // SAFETY: `s` is checked by `start` or is a link's target (see `get_unchecked`).
+            let out = unsafe { links.get_unchecked(s) };
+            for &(activation, us) in out {
+                if activation >= g.created {
+                    break;
+                }
+                if marks.insert(us) {
+                    // SAFETY: a link's target indexes per-storage arrays (checked by `start`).
+                    if unsafe { *g.material.get_unchecked(us as usize) } {
+                        self.push(us, false);
+                    } else {
+                        self.push(us, true);
+                        compute += unsafe { *g.compute.get_unchecked(us as usize) };
+                    }
+                }
+            }
+            if compute > limit {
+                return (false, compute);
+            }
+            let Some(&n) = self.interior.get(next) else { return (true, compute) };
+            next += 1;
+            s = n;
+        }
+    }
+
+    /// Copy what the walk found into `region` (one allocation each).
+    fn copy_into(&self, region: &mut Region) {
+        region.interior.extend(self.interior.iter().copied());
+        region.frontier.extend_from_slice(&self.frontier);
+    }
+}
+
 /// What a region walk reads from the runtime.
 pub struct GraphView<'a> {
     pub trace: &'a Trace,
@@ -131,17 +205,6 @@ impl GraphView<'_> {
             }
             f(n);
         }
-    }
-}
-
-/// `v.push(x)` where `reserve` made room: no capacity check.
-#[inline(always)]
-fn push_reserved(v: &mut Vec<u32>, x: u32) {
-    debug_assert!(v.len() < v.capacity());
-    // SAFETY: the caller reserved room for every push since `reserve`.
-    unsafe {
-        v.as_mut_ptr().add(v.len()).write(x);
-        v.set_len(v.len() + 1);
     }
 }
 
@@ -174,55 +237,43 @@ impl Region {
     ) -> bool {
         self.clear();
         self.created = g.created;
-        let Walk { interior, frontier } = walk;
-        interior.clear();
-        frontier.clear();
-        marks.reset();
-        marks.insert(base);
-        let mut compute = 0u64;
-        let links = match dir {
-            Direction::Forward => &g.trace.storage_fwd,
-            Direction::Reverse => &g.trace.storage_rev,
-        };
-        // Checked once here: every other storage walked is a link's target.
-        assert!((base as usize) < links.storages() && links.storages() <= g.material.len() && links.storages() <= g.compute.len());
-        // Each storage is pushed once at most (the marks): room for all of
-        // them up front (kept between walks), and no check a push.
-        interior.reserve(links.storages());
-        frontier.reserve(links.storages());
-        // Breadth first, the interior found so far being the queue: a region
-        // is a set (its order is not observable), and no stack is kept.
-        let mut next = 0;
-        let mut s = base;
-        loop {
-            // SAFETY: `s` is `base` or a link's target (see `get_unchecked`).
-            let out = unsafe { links.get_unchecked(s) };
-            for &(activation, us) in out {
-                if activation >= g.created {
-                    break;
-                }
-                if marks.insert(us) {
-                    // SAFETY: a link's target indexes per-storage arrays (asserted above).
-                    if unsafe { *g.material.get_unchecked(us as usize) } {
-                        push_reserved(frontier, us);
-                    } else {
-                        push_reserved(interior, us);
-                        compute += unsafe { *g.compute.get_unchecked(us as usize) };
-                    }
-                }
-            }
-            if compute > limit {
-                self.compute = compute;
-                return false;
-            }
-            let Some(&n) = interior.get(next) else { break };
-            next += 1;
-            s = n;
-        }
+        let links = walk.start(base, dir, g, marks);
+        let (done, compute) = walk.explore(base, 0, 0, links, g, marks, limit);
         self.compute = compute;
-        self.interior.extend(interior.iter().copied());
-        self.frontier.extend_from_slice(frontier);
-        true
+        if done {
+            walk.copy_into(self);
+        }
+        done
+    }
+
+    /// Recompute from scratch for resident `base` (as `rebuild`), and
+    /// return the region `via` will have once it is resident too, where
+    /// `via` is an evicted neighbour of `base` in `dir`, for nothing more
+    /// than the walk costs.
+    ///
+    /// Why it is one walk. Everything evicted reachable from `via` is
+    /// reachable from `base` through `via`; so the walk first finds `via`'s
+    /// region (which cannot reach back to `base`: the graph is acyclic),
+    /// then goes on from `base` past what it found, and `base`'s region is
+    /// `via`, `via`'s region, and what the rest of the walk adds, with the
+    /// frontier of both (each storage once: the marks are shared).
+    pub fn rebuild_via(&mut self, base: u32, via: u32, dir: Direction, g: &GraphView, marks: &mut Marks, walk: &mut Walk) -> Region {
+        self.clear();
+        self.created = g.created;
+        let links = walk.start(base, dir, g, marks);
+        assert!((via as usize) < links.storages() && !g.material[via as usize] && via != base);
+        marks.insert(via);
+        let (_, via_compute) = walk.explore(via, 0, 0, links, g, marks, u64::MAX);
+        let mut ahead = Region { created: g.created, compute: via_compute, ..Region::default() };
+        walk.copy_into(&mut ahead);
+        // `via` itself, then the rest from `base` (the walk goes on from the
+        // storages it adds after `via`: those before are explored).
+        let next = walk.interior.len() + 1;
+        walk.push(via, true);
+        let (_, compute) = walk.explore(base, next, via_compute + g.compute[via as usize], links, g, marks, u64::MAX);
+        self.compute = compute;
+        walk.copy_into(self);
+        ahead
     }
 
     /// This region, of a base whose only evicted neighbour is `front` (at
@@ -405,6 +456,56 @@ mod tests {
         let mut f = r.frontier.clone();
         f.sort();
         assert_eq!(f, vec![0, 3]);
+    }
+
+    #[test]
+    fn a_walk_via_a_neighbour_finds_both_regions() {
+        use crate::rng::SplitMix64;
+        let mut rng = SplitMix64::new(11);
+        for _ in 0..40 {
+            // A random DAG: each operator reads one to three earlier tensors.
+            let n = 2 + rng.below(40) as usize;
+            let mut log = String::from("{\"INSTRUCTION\":\"CONSTANT\",\"NAME\":\"x0\"}\n{\"INSTRUCTION\":\"MEMORY\",\"NAME\":\"x0\",\"MEMORY\":\"8\"}\n");
+            for i in 1..n {
+                let args: Vec<String> = (0..1 + rng.below(3)).map(|_| format!("\"x{}\"", rng.below(i as u64))).collect();
+                log += &format!(
+                    "{{\"INSTRUCTION\":\"CALL\",\"NAME\":\"f\",\"ARGS\":[{}],\"RESULT\":[\"x{i}\"],\"TIME\":{}}}\n\
+                     {{\"INSTRUCTION\":\"MEMORY\",\"NAME\":\"x{i}\",\"MEMORY\":\"8\"}}\n\
+                     {{\"INSTRUCTION\":\"ALIAS\",\"NAME\":\"x{i}\",\"ALIAS\":\"-1\"}}\n",
+                    args.join(","),
+                    1 + rng.below(100)
+                );
+            }
+            let trace = crate::parse_trace_bytes("dag.log", log.as_bytes(), false).unwrap();
+            let storages = trace.tensors.len();
+            let compute: Vec<u64> = (0..storages as u64).map(|_| 1 + rng.below(1000)).collect();
+            for _ in 0..20 {
+                let material: Vec<bool> = (0..storages).map(|_| rng.below(2) == 0).collect();
+                let g = GraphView { trace: &trace, created: storages as TensorId, material: &material, compute: &compute };
+                let (mut marks, mut walk) = (Marks::new(storages), Walk::default());
+                let sorted = |r: &Region| {
+                    let (mut i, mut f): (Vec<u32>, Vec<u32>) = (r.interior.iter().copied().collect(), r.frontier.clone());
+                    i.sort_unstable();
+                    f.sort_unstable();
+                    (i, f, r.compute)
+                };
+                for base in (0..storages as u32).filter(|&b| material[b as usize]) {
+                    let mut vias = Vec::new();
+                    g.for_each_neighbour(base, Direction::Forward, |c| vias.push(c));
+                    for via in vias.into_iter().filter(|&c| !material[c as usize]) {
+                        let (mut plain, mut split, mut alone) = (Region::default(), Region::default(), Region::default());
+                        plain.rebuild(base, Direction::Forward, &g, &mut marks, &mut walk);
+                        let ahead = split.rebuild_via(base, via, Direction::Forward, &g, &mut marks, &mut walk);
+                        assert_eq!(sorted(&split), sorted(&plain), "the base's region");
+                        let mut resident = material.clone();
+                        resident[via as usize] = true;
+                        let g2 = GraphView { material: &resident, ..g };
+                        alone.rebuild(via, Direction::Forward, &g2, &mut marks, &mut walk);
+                        assert_eq!(sorted(&ahead), sorted(&alone), "the region of the neighbour once resident");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

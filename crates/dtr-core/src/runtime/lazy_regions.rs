@@ -48,8 +48,13 @@ impl Replay<'_> {
         // What the regions marked below can lose (see `mark_stale`).
         let (mut fwd_loss, mut rev_loss) = (0u64, 0u64);
         for &s in fresh {
-            if self.cfg.eager_regions || !self.take_parent_region(s, fresh) {
+            if self.cfg.eager_regions {
                 self.rebuild(s, Direction::Forward);
+            } else if !self.take_parent_region(s, fresh) && !self.take_region_ahead(s) {
+                match self.awaiting(s) {
+                    Some(c) => self.rebuild_via(s, c),
+                    None => self.rebuild(s, Direction::Forward),
+                }
             }
             self.rebuild(s, Direction::Reverse);
             let si = s as usize;
@@ -130,15 +135,70 @@ impl Replay<'_> {
                     });
                 }
                 self.fwd[x as usize] = region.into_region_of_front(at, self.compute[x as usize]);
-                self.touch(x);
-                self.owed_fwd[x as usize].clear();
-                self.lazy[x as usize][0].stale = false;
+                self.renewing(x, Direction::Forward);
                 // Its region was `x` and x's: all of it left.
                 self.mark_stale(p, Direction::Forward, lost);
                 return true;
             }
         }
         false
+    }
+
+    /// The storage whose materialization waits for fresh `s`, when it is
+    /// evicted and a forward neighbour of `s`: it is made resident next (its
+    /// other inputs permitting), and its forward region is most of `s`'s
+    /// (a thrashing replay rematerializes chains of them).
+    fn awaiting(&self, s: u32) -> Option<u32> {
+        let k = self.frames.len();
+        let c = self.storage(self.frames.get(k.checked_sub(2)?)?.tensor);
+        let ci = c as usize;
+        let usable = c != s && !self.material[ci] && !self.regions_unused(c);
+        let created = self.created;
+        let neighbour = || self.trace.storage_fwd.get(s).iter().take_while(|&&(a, _)| a < created).any(|&(_, n)| n == c);
+        (usable && neighbour()).then_some(c)
+    }
+
+    /// Walk the forward region of fresh `s` and keep, found by the same
+    /// walk, the one its awaiting neighbour `c` will have (see
+    /// `Region::rebuild_via`, `take_region_ahead`).
+    fn rebuild_via(&mut self, s: u32, c: u32) {
+        self.renewing(s, Direction::Forward);
+        let si = s as usize;
+        let g = GraphView { trace: self.trace, created: self.created, material: &self.material, compute: &self.compute };
+        let mut ahead = self.fwd[si].rebuild_via(s, c, Direction::Forward, &g, &mut self.marks, &mut self.walk);
+        self.fwd[si].sums_at = self.compute_changes;
+        ahead.sums_at = self.compute_changes;
+        self.ahead = Some((c, ahead));
+    }
+
+    /// Give fresh `s` the forward region found ahead for it (`rebuild_via`)
+    /// if a walk now would find the same.
+    ///
+    /// Why the check suffices. A walk reads the links below `created`, the
+    /// residency of the storages it reaches (its interior and frontier:
+    /// whatever else it reads is a link's target from there) and the
+    /// compute of those evicted. With `created` unchanged no link was added,
+    /// and no storage's compute changed: only an alias output of an
+    /// operator changes it, and an output moves `created` (`sums_at` says
+    /// the same of evicted storages). So if every storage of the interior
+    /// is still evicted and every one of the frontier still resident, a
+    /// walk now would take the same steps to the same region, whatever
+    /// happened in between.
+    fn take_region_ahead(&mut self, s: u32) -> bool {
+        let Some((_, region)) = self.ahead.take_if(|(c, _)| *c == s) else {
+            return false;
+        };
+        let material = &self.material;
+        let same = region.created == self.created
+            && region.sums_at == self.compute_changes
+            && region.interior.iter().all(|&v| !material[v as usize])
+            && region.frontier.iter().all(|&f| material[f as usize]);
+        if !same {
+            return false;
+        }
+        self.renewing(s, Direction::Forward);
+        self.fwd[s as usize] = region;
+        true
     }
 
     /// Mark a region stale after a rematerialization that can take at most
@@ -319,19 +379,24 @@ impl Replay<'_> {
         !lazy.unused && !lazy.stale
     }
 
-    pub(super) fn rebuild(&mut self, s: u32, dir: Direction) {
+    /// What every way of renewing a region of `s` does besides the region
+    /// itself: its key is renewed, it is no longer stale, and nothing owed
+    /// to the old one applies.
+    pub(super) fn renewing(&mut self, s: u32, dir: Direction) {
         self.touch(s);
         self.lazy[s as usize][dir as usize].stale = false;
+        match dir {
+            Direction::Forward => self.owed_fwd[s as usize].clear(),
+            Direction::Reverse => self.owed_rev[s as usize].clear(),
+        }
+    }
+
+    pub(super) fn rebuild(&mut self, s: u32, dir: Direction) {
+        self.renewing(s, dir);
         let g = GraphView { trace: self.trace, created: self.created, material: &self.material, compute: &self.compute };
         let region = match dir {
-            Direction::Forward => {
-                self.owed_fwd[s as usize].clear();
-                &mut self.fwd[s as usize]
-            }
-            Direction::Reverse => {
-                self.owed_rev[s as usize].clear();
-                &mut self.rev[s as usize]
-            }
+            Direction::Forward => &mut self.fwd[s as usize],
+            Direction::Reverse => &mut self.rev[s as usize],
         };
         region.rebuild(s, dir, &g, &mut self.marks, &mut self.walk);
         region.sums_at = self.compute_changes;

@@ -120,6 +120,9 @@ struct Replay<'a> {
     lazy: Vec<[Lazy; 2]>,
     /// The stale regions (which may also hold entries already rebuilt).
     stale_list: [Vec<u32>; 2],
+    /// A forward region found ahead for an evicted storage about to be
+    /// made resident (`rebuild_via`), until it is (`take_region_ahead`).
+    ahead: Option<(u32, Region)>,
     /// Victim-choice scratch: the candidates in pool order, and the
     /// positions still to score exactly.
     candidates: Vec<Cand>,
@@ -228,6 +231,7 @@ impl<'a> Replay<'a> {
             owed_list: Vec::new(),
             lazy,
             stale_list: [Vec::new(), Vec::new()],
+            ahead: None,
             candidates: Vec::new(),
             bounded: Vec::new(),
             keyed,

@@ -531,11 +531,7 @@ impl Replay<'_> {
                 return None;
             }
             region.sums_at = self.compute_changes;
-            self.lazy[si][d].stale = false;
-            match dir {
-                Direction::Forward => self.owed_fwd[si].clear(),
-                Direction::Reverse => self.owed_rev[si].clear(),
-            }
+            self.renewing(s, dir);
         } else {
             self.settle_region(s, dir);
         }
