@@ -144,12 +144,14 @@ impl Walk {
     /// from `next` on (the interior found so far is the queue: a region is
     /// a set, its order not observable, and no stack is kept), adding what
     /// is not marked yet; `compute` is the interior's sum so far. Stops
-    /// (false) as soon as the sum exceeds `limit`; returns the sum.
+    /// (false) as soon as the sum exceeds `limit`; returns the sum. `s` must
+    /// be a storage of `links` (checked by the caller: `start` checks the
+    /// base), and `start` must have made room.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     fn explore(&mut self, mut s: u32, mut next: usize, mut compute: u64, links: &StorageLinks, g: &GraphView, marks: &mut Marks, limit: u64) -> (bool, u64) {
         loop {
-            // SAFETY: `s` is checked by `start` or is a link's target (see `get_unchecked`).
+            // SAFETY: `s` is checked by the caller or is a link's target (see `get_unchecked`).
             let out = unsafe { links.get_unchecked(s) };
             for &(activation, us) in out {
                 if activation >= g.created {
