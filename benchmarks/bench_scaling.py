@@ -173,7 +173,7 @@ def result_fields(m: dict | None) -> dict:
     run = m["runs"][0]
     return {"finished": True, "parse_s": round(m.get("parse_s", float("nan")), 6),
             "replay_s": round(run["seconds"], 6), "replays": run["replays"], "status": run["status"],
-            "evictions": run["evictions"],
+            "evictions": run["evictions"], "evaluations": run["evaluations"],
             "peak_rss_mb": round(m["peak_rss_mb"], 1)}
 
 
@@ -220,15 +220,10 @@ def regimes_axis(limit: float) -> list[dict]:
     for key, ratio, regime in REGIMES:
         log(f"regimes: {key} {ratio} ({regime}) ...")
         m = measure("native", traces.resolve_trace(key), [{"ratio": ratio}], limit)
-        row = {"trace": key, "ratio": ratio, "regime": regime}
-        if m is None or "error" in m:
-            row.update(finished=False, **({"error": m["error"]} if m else {}))
-        else:
-            run = m["runs"][0]
-            row.update(finished=True, replay_s=round(run["seconds"], 6), replays=run["replays"],
-                       status=run["status"], evictions=run["evictions"], evaluations=run["evaluations"],
-                       us_per_eviction=round(1e6 * run["seconds"] / max(run["evictions"], 1), 2),
-                       ns_per_evaluation=round(1e9 * run["seconds"] / max(run["evaluations"], 1), 1))
+        row = {"trace": key, "ratio": ratio, "regime": regime, **result_fields(m)}
+        if row["finished"]:
+            row.update(us_per_eviction=round(1e6 * row["replay_s"] / max(row["evictions"], 1), 2),
+                       ns_per_evaluation=round(1e9 * row["replay_s"] / max(row["evaluations"], 1), 1))
         rows.append(row)
         log(json.dumps(row))
     ref = rows[0] if rows and rows[0].get("finished") else None
@@ -258,6 +253,16 @@ def summarize(chain: list[dict], evictions: list[dict]) -> dict:
     return {k: (round(v, 3) if v is not None else None) for k, v in fits.items()}
 
 
+def table_rows(rows: list[dict], key: list[str], cells, width: int) -> list[str]:
+    """A Markdown row per measured point: its `key` columns, then `cells(row)`
+    if it finished, else why not and dashes for the `width` other columns."""
+    out = []
+    for r in rows:
+        tail = cells(r) if r.get("finished") else [str(r.get("error", "time limit"))] + ["-"] * (width - 1)
+        out.append("| " + " | ".join([str(r[k]) for k in key] + tail) + " |")
+    return out
+
+
 def regimes_markdown(regimes: list[dict]) -> list[str]:
     if not regimes:
         return []
@@ -267,14 +272,9 @@ def regimes_markdown(regimes: list[dict]) -> list[str]:
            "| trace | ratio | regime | replay (s) | replays | status | evictions | evaluations "
            "| µs per eviction | vs fast | ns per evaluation |",
            "|---|---:|---|---:|---:|---|---:|---:|---:|---:|---:|"]
-    for r in regimes:
-        if r.get("finished"):
-            out.append(f"| {r['trace']} | {r['ratio']} | {r['regime']} | {r['replay_s']} | {r['replays']} | "
-                       f"{r['status']} | {r['evictions']:,} | {r['evaluations']:,} | {r['us_per_eviction']} | "
-                       f"{r.get('vs_fast', '-')}x | {r['ns_per_evaluation']} |")
-        else:
-            out.append(f"| {r['trace']} | {r['ratio']} | {r['regime']} | {r.get('error', 'time limit')} "
-                       "| - | - | - | - | - | - | - |")
+    out += table_rows(regimes, ["trace", "ratio", "regime"], lambda r: [
+        str(r["replay_s"]), str(r["replays"]), r["status"], f"{r['evictions']:,}", f"{r['evaluations']:,}",
+        str(r["us_per_eviction"]), f"{r.get('vs_fast', '-')}x", str(r["ns_per_evaluation"])], 8)
     return out + [""]
 
 
@@ -293,13 +293,9 @@ def markdown(chain: list[dict], evictions: list[dict], fits: dict, regimes: list
     out += ["", "## Evictions (every trace, DTR, cap 60)", "",
             "| trace | ratio | engine | replay (s) | replays | status | evictions | µs per eviction |",
             "|---|---:|---|---:|---:|---|---:|---:|"]
-    for r in evictions:
-        if r.get("finished"):
-            per = f"{1e6 * r['replay_s'] / r['evictions']:.1f}" if r["evictions"] else "-"
-            out.append(f"| {r['trace']} | {r['ratio']} | {r['engine']} | {r['replay_s']} | {r['replays']} | {r['status']} | "
-                       f"{r['evictions']:,} | {per} |")
-        else:
-            out.append(f"| {r['trace']} | {r['ratio']} | {r['engine']} | {r.get('error', 'time limit')} | - | - | - | - |")
+    out += table_rows(evictions, ["trace", "ratio", "engine"], lambda r: [
+        str(r["replay_s"]), str(r["replays"]), r["status"], f"{r['evictions']:,}",
+        f"{1e6 * r['replay_s'] / r['evictions']:.1f}" if r["evictions"] else "-"], 5)
     pairs = side_by_side(chain, evictions)
     if pairs:
         out += ["", "## Side by side with simrd (same run, same machine)", "",
