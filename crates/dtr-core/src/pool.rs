@@ -22,11 +22,13 @@ pub struct Pool<P = ()> {
     /// Per storage: its slot, or `HOLE` when it is not a member.
     at: Vec<u32>,
     len: usize,
+    /// Compactions so far: slots stay where they are in between.
+    compactions: u64,
 }
 
 impl<P: Copy + Default> Pool<P> {
     pub fn new(capacity: usize) -> Self {
-        Pool { slots: Vec::new(), payload: Vec::new(), at: vec![HOLE; capacity], len: 0 }
+        Pool { slots: Vec::new(), payload: Vec::new(), at: vec![HOLE; capacity], len: 0, compactions: 0 }
     }
 
     #[inline]
@@ -86,6 +88,13 @@ impl<P: Copy + Default> Pool<P> {
         }
         self.slots.truncate(kept);
         self.payload.truncate(kept);
+        self.compactions += 1;
+    }
+
+    /// How often the slots were compacted: a member's slot changes only then.
+    #[inline]
+    pub fn compactions(&self) -> u64 {
+        self.compactions
     }
 
     /// The slot of member `s`.

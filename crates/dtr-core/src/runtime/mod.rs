@@ -7,9 +7,11 @@
 //!
 //! The replay loop, locks, materialization and eviction are here; the
 //! other rooms of `Replay` are [`lazy_regions`] (which regions are stale and
-//! when they are rebuilt), [`victim`] (the pool scan and scores) and
-//! [`report`] (diagnostics, self-check, the result).
+//! when they are rebuilt), [`victim`] (the pool scan and scores),
+//! [`key_blocks`] (the scan's summaries of its keys) and [`report`]
+//! (diagnostics, self-check, the result).
 
+mod key_blocks;
 mod lazy_regions;
 mod report;
 mod victim;
@@ -137,6 +139,8 @@ struct Replay<'a> {
     kept: Vec<(u32, u32)>,
     /// A pool member likely to score low at the next scan (`scan_seed`).
     scan_hint: Option<u32>,
+    /// The keys summarized a block of slots at a time (kept while keyed).
+    blocks: key_blocks::KeyBlocks,
     /// While a model operator with an evicted input is being materialized,
     /// which regions must be rebuilt as soon as they are marked stale
     /// (see `ensure_exact`).
@@ -239,6 +243,7 @@ impl<'a> Replay<'a> {
             dirty_keys: Vec::new(),
             kept: Vec::new(),
             scan_hint: None,
+            blocks: key_blocks::KeyBlocks::default(),
             eager: if cfg.eager_regions { Eager::All } else { Eager::None },
             compute_changes: 0,
             eq: EqClasses::default(),
@@ -449,16 +454,28 @@ impl<'a> Replay<'a> {
             // A new member's key is renewed before the next scan (retained
             // ones too: their key says so).
             self.touch(s);
-            if !self.retained[s as usize] {
+            let candidate = !self.retained[s as usize];
+            if candidate {
                 self.evictable_bytes += self.trace.storage_size(s);
+            }
+            if self.keyed && self.blocks.follows(self.pool.compactions()) {
+                self.blocks.entered(self.pool.slot_of(s), candidate);
             }
         }
     }
 
     fn pool_remove(&mut self, s: u32) {
-        if self.pool.remove(s) && !self.retained[s as usize] {
-            self.evictable_bytes -= self.trace.storage_size(s);
+        if !self.pool.contains(s) {
+            return;
         }
+        if !self.retained[s as usize] {
+            self.evictable_bytes -= self.trace.storage_size(s);
+            // Before the removal, which may compact the slots.
+            if self.keyed && self.blocks.follows(self.pool.compactions()) {
+                self.blocks.left(self.pool.slot_of(s));
+            }
+        }
+        self.pool.remove(s);
     }
 
     /// Resident bytes that no eviction can free right now.

@@ -1,8 +1,9 @@
 //! Victim choice: the reference's pool scan, reproduced without scoring
-//! every candidate exactly: a float scan over keys kept beside the pool,
-//! bounds of the regions not read, walks that stop once they cannot win,
-//! and the scores.
+//! every candidate exactly: a float scan over keys kept beside the pool
+//! (summarized a block at a time: `key_blocks`), bounds of the regions not
+//! read, walks that stop once they cannot win, and the scores.
 
+use super::key_blocks::BLOCK;
 use super::lazy_regions::Lazy;
 use super::Replay;
 use crate::error::EngineError;
@@ -59,10 +60,10 @@ pub(super) struct Cand {
 /// candidate).
 #[derive(Clone, Copy, Default, PartialEq)]
 pub(super) struct Key {
-    r: f64,
-    a: f64,
-    exact: bool,
-    retained: bool,
+    pub(super) r: f64,
+    pub(super) a: f64,
+    pub(super) exact: bool,
+    pub(super) retained: bool,
 }
 
 /// Margins of the scan's float arithmetic. A key's `r` is within
@@ -88,6 +89,24 @@ const LO2: f64 = 1.0 - 1.0 / (1u64 << 44) as f64;
 #[inline]
 fn may_score_within(r: f64, st: f64, best_hi: f64) -> bool {
     (r * LO2).partial_cmp(&(best_hi * st)) != Some(Ordering::Greater)
+}
+
+/// Whether no key of ratio at least `r_min` and last access at least
+/// `a_min` passes the filter against `best_hi` (see `LO2`), so that a block
+/// so bounded may be passed over.
+///
+/// Why. Such a key's staleness `st` is at most `t - a_min` (exact, or +inf),
+/// and rounding is monotone, so for `best_hi >= 0` its `r * LO2` is at least
+/// `r_min * LO2` and `best_hi * st` at most `best_hi * (t - a_min)`: the
+/// filter's `>` holds for the key when it holds for the bounds. A NaN
+/// product (`0 * inf`) keeps the block, and a +inf `best_hi` keeps every
+/// block. A key the block would have shown improving the scan's best
+/// scores above `best_hi` anyway: the bound stays a bound, only a looser
+/// one; a known zero (r = 0, or never accessed: a = -inf) never fails.
+#[inline]
+fn skips(r_min: f64, a_min: f64, stale: bool, t: f64, best_hi: f64) -> bool {
+    let st_max = if stale { t - a_min } else { 1.0 };
+    !may_score_within(r_min, st_max, best_hi)
 }
 
 /// The clock below which staleness is an exact float (see `HI`).
@@ -228,12 +247,17 @@ impl Replay<'_> {
     /// Renew the keys of the touched pool members.
     pub(super) fn refresh_keys(&mut self, cost: Cost, size: bool) {
         let mut dirty = std::mem::take(&mut self.dirty_keys);
+        // Summaries that no longer follow the slots are rebuilt by the scan.
+        let follows = self.blocks.follows(self.pool.compactions());
         for &s in &dirty {
             self.key_dirty[s as usize] = false;
             // A storage outside the pool is touched again when it enters it.
             if self.pool.contains(s) {
                 let key = self.fresh_key(cost, size, s);
                 *self.pool.payload_mut(s) = key;
+                if follows && !key.retained {
+                    self.blocks.renewed(self.pool.slot_of(s), &key);
+                }
             }
         }
         dirty.clear();
@@ -249,12 +273,16 @@ impl Replay<'_> {
                 return Err(EngineError::Invariant(format!("storage {s}: its victim-scan key is out of date")));
             }
         }
+        if self.blocks.follows(self.pool.compactions()) {
+            self.blocks.check(self.pool.slots(), self.pool.payload()).map_err(EngineError::Invariant)?;
+        }
         Ok(())
     }
 
     /// The reference's scan for region scores from the keys (renewed by
-    /// `refresh_keys` before), in one pass over the contiguous keys, then
-    /// the exact phase of `pick` for the few that could be chosen.
+    /// `refresh_keys` before), in one pass over the contiguous keys that
+    /// passes over the blocks whose summaries fail the filter (`skips`),
+    /// then the exact phase of `pick` for the few that could be chosen.
     ///
     /// Why it picks what the full scan picks. A known candidate (exact cost,
     /// or never accessed: infinite staleness scores 0 whatever the cost)
@@ -267,41 +295,64 @@ impl Replay<'_> {
     /// reference does, and only the candidates before it that may still
     /// score 0 are kept (`best_hi` = 0).
     pub(super) fn choose_scanned(&mut self, cost: Cost, size: bool, stale: bool) -> (Option<u32>, u64) {
-        let (slots, keys) = (self.pool.slots(), self.pool.payload());
+        if !self.blocks.follows(self.pool.compactions()) {
+            self.blocks.rebuild(self.pool.slots(), self.pool.payload(), self.pool.compactions());
+        }
         let t = self.clock as f64;
-        let mut kept = std::mem::take(&mut self.kept);
-        kept.clear();
         // One pass: the known candidate of the smallest q = r / st so far,
         // found by comparing products, its `best_hi` (a division only when
         // it changes), and the slots that pass the filter against the
         // `best_hi` of their time, a superset of those passing the last one.
         let (mut br, mut bst, mut best_hi) = self.scan_seed(stale, t);
+        let (slots, keys, blocks) = (self.pool.slots(), self.pool.payload(), &mut self.blocks);
+        let mut kept = std::mem::take(&mut self.kept);
+        kept.clear();
         let mut rank = 0u32;
-        // Zipped: no bounds check a slot (the pool keeps one key a slot).
         debug_assert_eq!(slots.len(), keys.len());
-        for (i, (&slot, key)) in slots.iter().zip(keys).enumerate() {
-            if slot == HOLE || key.retained {
+        'scan: for b in 0..blocks.len() {
+            // A block whose bounds fail the filter holds no slot that
+            // passes it (see `skips`): only its candidates are counted.
+            let block = blocks.get(b);
+            if block.live == 0 {
                 continue;
             }
-            let st = if stale { t - key.a } else { 1.0 };
-            if key.exact || (stale && key.a == f64::NEG_INFINITY) {
-                // q is 0 for no cost with some staleness, or infinite
-                // staleness (finite r); +inf for no staleness (0/0, inf/inf).
-                if (key.r == 0.0 && st > 0.0) || (st == f64::INFINITY && key.r < f64::INFINITY) {
-                    best_hi = 0.0;
+            if skips(block.r_min, block.a_min, stale, t, best_hi) {
+                rank += block.live;
+                continue;
+            }
+            let lo = b * BLOCK;
+            let hi = (lo + BLOCK).min(slots.len());
+            // The block's exact bounds, read on the way.
+            let (mut r_min, mut a_min) = (f64::INFINITY, f64::INFINITY);
+            // Zipped: no bounds check a slot (the pool keeps one key a slot).
+            for (i, (&slot, key)) in slots[lo..hi].iter().zip(&keys[lo..hi]).enumerate() {
+                let i = lo + i;
+                if slot == HOLE || key.retained {
+                    continue;
+                }
+                r_min = r_min.min(key.r);
+                a_min = a_min.min(key.a);
+                let st = if stale { t - key.a } else { 1.0 };
+                if key.exact || (stale && key.a == f64::NEG_INFINITY) {
+                    // q is 0 for no cost with some staleness, or infinite
+                    // staleness (finite r); +inf for no staleness (0/0, inf/inf).
+                    if (key.r == 0.0 && st > 0.0) || (st == f64::INFINITY && key.r < f64::INFINITY) {
+                        best_hi = 0.0;
+                        kept.push((i as u32, rank));
+                        rank += 1;
+                        break 'scan;
+                    }
+                    if st > 0.0 && key.r < f64::INFINITY && key.r * bst < br * st {
+                        (br, bst) = (key.r, st);
+                        best_hi = br / bst * HI;
+                    }
+                }
+                if may_score_within(key.r, st, best_hi) {
                     kept.push((i as u32, rank));
-                    rank += 1;
-                    break;
                 }
-                if st > 0.0 && key.r < f64::INFINITY && key.r * bst < br * st {
-                    (br, bst) = (key.r, st);
-                    best_hi = br / bst * HI;
-                }
+                rank += 1;
             }
-            if may_score_within(key.r, st, best_hi) {
-                kept.push((i as u32, rank));
-            }
-            rank += 1;
+            blocks.tighten(b, r_min, a_min);
         }
         let mut cands = std::mem::take(&mut self.candidates);
         cands.clear();
@@ -670,5 +721,49 @@ impl Replay<'_> {
             });
         }
         few[..k].iter().chain(&more).map(|&r| eq.value_of_root(r)).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::SplitMix64;
+
+    /// A block passed over holds no key that passes the filter, over
+    /// random keys with zeros, infinities and never-accessed storages.
+    #[test]
+    fn a_skipped_block_holds_no_key_that_passes_the_filter() {
+        let mut rng = SplitMix64::new(3);
+        let mut skipped = 0;
+        for _ in 0..100_000 {
+            let t = rng.below(2000) as f64;
+            let keys: Vec<(f64, f64)> = (0..1 + rng.below(8))
+                .map(|_| {
+                    let r = match rng.below(10) {
+                        0 => 0.0,
+                        1 => f64::INFINITY,
+                        _ => rng.below(1 << 20) as f64 / 1024.0,
+                    };
+                    let a = if rng.below(10) == 0 { f64::NEG_INFINITY } else { rng.below(t as u64 + 1) as f64 };
+                    (r, a)
+                })
+                .collect();
+            let best_hi = match rng.below(10) {
+                0 => 0.0,
+                1 => f64::INFINITY,
+                _ => rng.below(1 << 16) as f64 / 65536.0,
+            };
+            let stale = rng.below(4) != 0;
+            let r_min = keys.iter().map(|k| k.0).fold(f64::INFINITY, f64::min);
+            let a_min = keys.iter().map(|k| k.1).fold(f64::INFINITY, f64::min);
+            if skips(r_min, a_min, stale, t, best_hi) {
+                skipped += 1;
+                for &(r, a) in &keys {
+                    let st = if stale { t - a } else { 1.0 };
+                    assert!(!may_score_within(r, st, best_hi), "r {r} a {a} t {t} best_hi {best_hi}");
+                }
+            }
+        }
+        assert!(skipped > 10_000, "the test skips blocks: {skipped}");
     }
 }
