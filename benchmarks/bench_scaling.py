@@ -13,7 +13,9 @@ under a time limit:
 - **regimes**: the issue's workloads (LSTM at 0.265, fast; at 0.264, slow;
   Inception-v4 at 0.20, thrashed at cap 60) and Inception-v4's own fast
   budgets: time per eviction, each against the fast regime's, and time per
-  heuristic evaluation (the reference's own unit of work).
+  heuristic evaluation (the reference's own unit of work); ``--rounds`` (5)
+  rounds take the points in turn, each the minimum of ``--repeat`` replays
+  at every point, and each point keeps its median round.
 
 Replay times are the minimum over repeated replays in that subprocess, for
 both engines alike: at least ``--repeat`` (3) for the engine and once for
@@ -38,6 +40,7 @@ import json
 import math
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -105,11 +108,12 @@ REPEAT = 3
 MIN_TIME = 1.0
 
 
-def measure(engine: str, path: Path, runs: list[dict], limit: float) -> dict | None:
-    """One subprocess; None if it did not finish within ``limit`` seconds."""
+def measure(engine: str, path: Path, runs: list[dict], limit: float, min_time: float | None = None) -> dict | None:
+    """One subprocess; None if it did not finish within ``limit`` seconds.
+    ``min_time`` (default ``MIN_TIME``): replay until that many seconds are spent."""
     try:
         p = subprocess.run([sys.executable, "-c", CHILD, engine, str(path), json.dumps(runs), str(REPEAT),
-                            str(MIN_TIME)],
+                            str(MIN_TIME if min_time is None else min_time)],
                            capture_output=True, text=True, timeout=limit)
     except subprocess.TimeoutExpired:
         return None
@@ -210,22 +214,35 @@ def evictions_axis(trace_keys: list[str], ratios: list[float], limit: float, wit
     return rows
 
 
-def regimes_axis(limit: float) -> list[dict]:
+def regimes_axis(limit: float, rounds: int) -> list[dict]:
     """The native engine on each of `REGIMES`: time per eviction and per
     heuristic evaluation, and the ratio of the former to the fast regime's
-    reference point (the first)."""
+    reference point (the first). The points are measured in `rounds` rounds
+    that take them in turn, and each keeps the median of its rounds (each
+    the minimum of ``REPEAT`` replays at every point): a machine whose speed
+    drifts moves every point alike, and each point's figure rests on as many
+    samples."""
     from dtrlab import traces
 
-    rows = []
-    for key, ratio, regime in REGIMES:
-        log(f"regimes: {key} {ratio} ({regime}) ...")
-        m = measure("native", traces.resolve_trace(key), [{"ratio": ratio}], limit)
-        row = {"trace": key, "ratio": ratio, "regime": regime, **result_fields(m)}
+    rows: list[dict] = [{} for _ in REGIMES]
+    times: list[list[float]] = [[] for _ in REGIMES]
+    for k in range(rounds):
+        for i, (key, ratio, regime) in enumerate(REGIMES):
+            if rows[i] and not rows[i]["finished"]:
+                continue
+            log(f"regimes: {key} {ratio} ({regime}), round {k + 1} of {rounds} ...")
+            # The same number of replays at every point: a minimum over more
+            # samples would favour the short points.
+            m = measure("native", traces.resolve_trace(key), [{"ratio": ratio}], limit, min_time=0.0)
+            rows[i] = {"trace": key, "ratio": ratio, "regime": regime, **result_fields(m)}
+            if rows[i]["finished"]:
+                times[i].append(rows[i]["replay_s"])
+            log(json.dumps(rows[i]))
+    for row, ts in zip(rows, times):
         if row["finished"]:
+            row.update(replay_s=round(statistics.median(ts), 6), replay_range_s=[min(ts), max(ts)], rounds=len(ts))
             row.update(us_per_eviction=round(1e6 * row["replay_s"] / max(row["evictions"], 1), 2),
                        ns_per_evaluation=round(1e9 * row["replay_s"] / max(row["evaluations"], 1), 1))
-        rows.append(row)
-        log(json.dumps(row))
     ref = rows[0] if rows and rows[0].get("finished") else None
     for row in rows:
         if ref and row.get("finished"):
@@ -268,13 +285,16 @@ def regimes_markdown(regimes: list[dict]) -> list[str]:
         return []
     first = regimes[0]
     out = ["## Regimes (native, DTR, cap 60)", "",
-           f"Time per eviction against the fast regime's ({first['trace']} {first['ratio']}).", "",
-           "| trace | ratio | regime | replay (s) | replays | status | evictions | evaluations "
+           f"Time per eviction against the fast regime's ({first['trace']} {first['ratio']}): each point's replay "
+           f"time is the median of {first.get('rounds', '-')} rounds that take the points in turn (each round the "
+           "minimum of the same number of replays), with the rounds' range.", "",
+           "| trace | ratio | regime | replay (s) | range (s) | replays | status | evictions | evaluations "
            "| µs per eviction | vs fast | ns per evaluation |",
-           "|---|---:|---|---:|---:|---|---:|---:|---:|---:|---:|"]
+           "|---|---:|---|---:|---:|---:|---|---:|---:|---:|---:|---:|"]
     out += table_rows(regimes, ["trace", "ratio", "regime"], lambda r: [
-        str(r["replay_s"]), str(r["replays"]), r["status"], f"{r['evictions']:,}", f"{r['evaluations']:,}",
-        str(r["us_per_eviction"]), f"{r.get('vs_fast', '-')}x", str(r["ns_per_evaluation"])], 8)
+        str(r["replay_s"]), "{:.4g}–{:.4g}".format(*r["replay_range_s"]), str(r["replays"]), r["status"],
+        f"{r['evictions']:,}", f"{r['evaluations']:,}", str(r["us_per_eviction"]), f"{r.get('vs_fast', '-')}x",
+        str(r["ns_per_evaluation"])], 9)
     return out + [""]
 
 
@@ -384,15 +404,17 @@ def main() -> int:
                     help="engine replays per point at least (simrd: once); the minimum is kept")
     ap.add_argument("--min-time", type=float, default=MIN_TIME,
                     help="replay a point again until this many seconds are spent on it (at most 100 replays)")
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="rounds of the regimes axis, taking its points in turn; each point keeps the median")
     ap.add_argument("--out", default="benchmarks/out/scaling")
     args = ap.parse_args()
     REPEAT, MIN_TIME = args.repeat, args.min_time
-    if args.limit <= 0 or args.max_depth < 1 or args.repeat < 1 or args.min_time < 0:
-        ap.error("--limit, --max-depth and --repeat must be positive, --min-time not negative")
+    if args.limit <= 0 or args.max_depth < 1 or args.repeat < 1 or args.rounds < 1 or args.min_time < 0:
+        ap.error("--limit, --max-depth, --repeat and --rounds must be positive, --min-time not negative")
     with_ref = bool(os.environ.get("DTRLAB_SIMRD")) and not args.no_simrd
     chain, evictions, regimes = [], [], []
     if args.axis in ("regimes", "all"):
-        regimes = regimes_axis(args.limit)
+        regimes = regimes_axis(args.limit, args.rounds)
     with tempfile.TemporaryDirectory(prefix="dtrlab-scaling-") as work:
         if args.axis in ("chain", "all"):
             depths = [d for d in DEPTHS if d <= args.max_depth]
