@@ -78,7 +78,9 @@ impl KeyBlocks {
     /// The candidate at `slot` left the pool; its bounds may stay.
     #[inline]
     pub(super) fn left(&mut self, slot: usize) {
-        self.blocks[slot / BLOCK].live -= 1;
+        let b = &mut self.blocks[slot / BLOCK];
+        // Never below zero while the counts follow the pool: loudly if not.
+        b.live = b.live.checked_sub(1).expect("a block of the victim scan counts fewer candidates than left it");
     }
 
     /// The candidate at `slot` has key `key` now.
