@@ -30,6 +30,19 @@ pub(super) struct Block {
 
 const EMPTY: Block = Block { r_min: f64::INFINITY, a_min: f64::INFINITY, live: 0 };
 
+/// The exact summary of one block's slots and keys.
+fn summary(slots: &[u32], keys: &[Key]) -> Block {
+    let mut b = EMPTY;
+    for (&slot, key) in slots.iter().zip(keys) {
+        if slot != HOLE && !key.retained {
+            b.live += 1;
+            b.r_min = b.r_min.min(key.r);
+            b.a_min = b.a_min.min(key.a);
+        }
+    }
+    b
+}
+
 /// The summaries of the pool's blocks of slots, for the pool's slots as they
 /// were at compaction `at` (rebuilt when the pool has compacted since).
 #[derive(Clone, Debug, Default)]
@@ -50,17 +63,7 @@ impl KeyBlocks {
     /// renewed since every member entered.
     pub(super) fn rebuild(&mut self, slots: &[u32], keys: &[Key], compactions: u64) {
         self.blocks.clear();
-        for (s, k) in slots.chunks(BLOCK).zip(keys.chunks(BLOCK)) {
-            let mut b = EMPTY;
-            for (&slot, key) in s.iter().zip(k) {
-                if slot != HOLE && !key.retained {
-                    b.live += 1;
-                    b.r_min = b.r_min.min(key.r);
-                    b.a_min = b.a_min.min(key.a);
-                }
-            }
-            self.blocks.push(b);
-        }
+        self.blocks.extend(slots.chunks(BLOCK).zip(keys.chunks(BLOCK)).map(|(s, k)| summary(s, k)));
         self.at = compactions;
     }
 
@@ -114,8 +117,8 @@ impl KeyBlocks {
             return Err(format!("{} block summaries for {} slots", self.blocks.len(), slots.len()));
         }
         for (i, ((s, k), b)) in slots.chunks(BLOCK).zip(keys.chunks(BLOCK)).zip(&self.blocks).enumerate() {
-            let live: Vec<&Key> = s.iter().zip(k).filter(|(&slot, key)| slot != HOLE && !key.retained).map(|(_, key)| key).collect();
-            if live.len() != b.live as usize || live.iter().any(|key| key.r < b.r_min || key.a < b.a_min) {
+            let exact = summary(s, k);
+            if exact.live != b.live || exact.r_min < b.r_min || exact.a_min < b.a_min {
                 return Err(format!("block {i} of the victim scan's keys is summarized wrongly: {b:?}"));
             }
         }
@@ -191,9 +194,8 @@ mod tests {
                 for b in 0..blocks.len() {
                     let lo = b * BLOCK;
                     let hi = (lo + BLOCK).min(pool.slots().len());
-                    let live = pool.slots()[lo..hi].iter().zip(&pool.payload()[lo..hi]).filter(|(&s, k)| s != HOLE && !k.retained);
-                    let (r, a) = live.fold((f64::INFINITY, f64::INFINITY), |(r, a), (_, k)| (r.min(k.r), a.min(k.a)));
-                    blocks.tighten(b, r, a);
+                    let exact = summary(&pool.slots()[lo..hi], &pool.payload()[lo..hi]);
+                    blocks.tighten(b, exact.r_min, exact.a_min);
                 }
                 blocks.check(pool.slots(), pool.payload()).unwrap();
             }
