@@ -68,6 +68,15 @@ pub(super) struct Key {
     pub(super) retained: bool,
 }
 
+impl Key {
+    /// Whether the scan knows its candidate's score: an exact cost, or
+    /// never accessed where staleness counts (infinite staleness).
+    #[inline]
+    fn known(&self, stale: bool) -> bool {
+        self.exact || (stale && self.a == f64::NEG_INFINITY)
+    }
+}
+
 /// Margins of the scan's float arithmetic. A key's `r` is within
 /// `(1 ± 2^-51)` of the exact ratio of its cost to its size (the cost is
 /// one conversion of an exact integer, `r` one division), and its
@@ -353,7 +362,7 @@ impl Replay<'_> {
                 r_min = r_min.min(key.r);
                 a_min = a_min.min(key.a);
                 let st = if stale { t - key.a } else { 1.0 };
-                if key.exact || (stale && key.a == f64::NEG_INFINITY) {
+                if key.known(stale) {
                     // q is 0 for no cost with some staleness, or infinite
                     // staleness (finite r); +inf for no staleness (0/0, inf/inf).
                     if (key.r == 0.0 && st > 0.0) || (st == f64::INFINITY && key.r < f64::INFINITY) {
@@ -383,7 +392,7 @@ impl Replay<'_> {
                 let s = self.pool.slots()[i as usize];
                 // Known candidates are scored now; the others are bounded
                 // by their keys until `pick` reaches them (most never are).
-                let c = if key.exact || (stale && key.a == f64::NEG_INFINITY) {
+                let c = if key.known(stale) {
                     self.candidate(cost, size, stale, s, at)
                 } else {
                     Cand { s, v: score_floor(key.r, st), exact: false, refined: false, fwd: 0, rev: 0, rank: at }
