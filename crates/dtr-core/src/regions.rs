@@ -120,11 +120,12 @@ impl Walk {
             Direction::Reverse => &g.trace.storage_rev,
         };
         // Checked once here: every other storage walked is a link's target.
-        assert!((base as usize) < links.storages() && links.storages() <= g.material.len() && links.storages() <= g.compute.len());
+        let n = links.storages();
+        assert!((base as usize) < n && n <= g.material.len() && n <= g.compute.len() && n <= g.for_good.len());
         // Each storage is pushed once at most (the marks): room for all of
         // them up front (kept between walks), and no check a push.
-        self.interior.reserve(links.storages());
-        self.frontier.reserve(links.storages());
+        self.interior.reserve(n);
+        self.frontier.reserve(n);
         links
     }
 
@@ -160,7 +161,9 @@ impl Walk {
                 if marks.insert(us) {
                     // SAFETY: a link's target indexes per-storage arrays (checked by `start`).
                     if unsafe { *g.material.get_unchecked(us as usize) } {
-                        self.push(us, false);
+                        if !unsafe { *g.for_good.get_unchecked(us as usize) } {
+                            self.push(us, false);
+                        }
                     } else {
                         self.push(us, true);
                         compute += unsafe { *g.compute.get_unchecked(us as usize) };
@@ -190,6 +193,21 @@ pub struct GraphView<'a> {
     pub created: TensorId,
     pub material: &'a [bool],
     pub compute: &'a [u64],
+    /// Storages resident for good wherever a link reaches them: a walk
+    /// leaves them off the frontier.
+    ///
+    /// Why nothing misses them. A pinned storage is resident when pinned
+    /// and never evicted after (neither chosen nor released); a retained
+    /// one is never evicted, and a link to it exists only once it is
+    /// created. So such a storage never becomes interior, and every reader
+    /// of a frontier skips it: its regions are never read
+    /// (`regions_unused`), so it is neither marked stale after a
+    /// rematerialization nor owed an absorb after an eviction; a region
+    /// taken over unwalked (`take_region_ahead`) needs only its frontier
+    /// still resident, which it is. Half the frontier entries of a
+    /// thrashing replay were such storages (Inception-v4 at 0.20 of its
+    /// peak), each copied, merged on absorbs and skipped one by one.
+    pub for_good: &'a [bool],
 }
 
 impl GraphView<'_> {
@@ -483,7 +501,10 @@ mod tests {
             let compute: Vec<u64> = (0..storages as u64).map(|_| 1 + rng.below(1000)).collect();
             for _ in 0..20 {
                 let material: Vec<bool> = (0..storages).map(|_| rng.below(2) == 0).collect();
-                let g = GraphView { trace: &trace, created: storages as TensorId, material: &material, compute: &compute };
+                // Some resident storages for good: left off every frontier, nothing else changes.
+                let for_good: Vec<bool> = material.iter().map(|&m| m && rng.below(3) == 0).collect();
+                let none = vec![false; storages];
+                let g = GraphView { trace: &trace, created: storages as TensorId, material: &material, compute: &compute, for_good: &for_good };
                 let (mut marks, mut walk) = (Marks::new(storages), Walk::default());
                 let sorted = |r: &Region| {
                     let (mut i, mut f): (Vec<u32>, Vec<u32>) = (r.interior.iter().copied().collect(), r.frontier.clone());
@@ -499,6 +520,11 @@ mod tests {
                         plain.rebuild(base, Direction::Forward, &g, &mut marks, &mut walk);
                         let ahead = split.rebuild_via(base, via, Direction::Forward, &g, &mut marks, &mut walk);
                         assert_eq!(sorted(&split), sorted(&plain), "the base's region");
+                        let mut all = Region::default();
+                        all.rebuild(base, Direction::Forward, &GraphView { for_good: &none, ..g }, &mut marks, &mut walk);
+                        let (i, f, c) = sorted(&all);
+                        let kept: Vec<u32> = f.into_iter().filter(|&x| !for_good[x as usize]).collect();
+                        assert_eq!(sorted(&plain), (i, kept, c), "storages resident for good are left off the frontier only");
                         let mut resident = material.clone();
                         resident[via as usize] = true;
                         let g2 = GraphView { material: &resident, ..g };

@@ -164,7 +164,7 @@ impl Replay<'_> {
     fn rebuild_via(&mut self, s: u32, c: u32) {
         self.renewing(s, Direction::Forward);
         let si = s as usize;
-        let g = GraphView { trace: self.trace, created: self.created, material: &self.material, compute: &self.compute };
+        let g = GraphView { trace: self.trace, created: self.created, material: &self.material, compute: &self.compute, for_good: &self.for_good };
         let mut ahead = self.fwd[si].rebuild_via(s, c, Direction::Forward, &g, &mut self.marks, &mut self.walk);
         self.fwd[si].sums_at = self.compute_changes;
         ahead.sums_at = self.compute_changes;
@@ -393,7 +393,7 @@ impl Replay<'_> {
 
     pub(super) fn rebuild(&mut self, s: u32, dir: Direction) {
         self.renewing(s, dir);
-        let g = GraphView { trace: self.trace, created: self.created, material: &self.material, compute: &self.compute };
+        let g = GraphView { trace: self.trace, created: self.created, material: &self.material, compute: &self.compute, for_good: &self.for_good };
         let region = match dir {
             Direction::Forward => &mut self.fwd[s as usize],
             Direction::Reverse => &mut self.rev[s as usize],

@@ -98,6 +98,9 @@ struct Replay<'a> {
     ref_ext: Vec<u64>,
     pinned: Vec<bool>,
     retained: Vec<bool>,
+    /// Pinned or retained: resident for good once linked (see
+    /// `GraphView::for_good`).
+    for_good: Vec<bool>,
     last_access_int: Vec<i64>,
     compute: Vec<u64>,
     evict_count: Vec<u32>,
@@ -224,6 +227,7 @@ impl<'a> Replay<'a> {
             ref_int: vec![0; n],
             ref_ext: vec![0; n],
             pinned: vec![false; n],
+            for_good: retained.clone(),
             retained,
             last_access_int: vec![i64::MIN; n],
             compute: vec![0; n],
@@ -392,6 +396,7 @@ impl<'a> Replay<'a> {
         if !self.pinned[s as usize] {
             self.lock(s);
             self.pinned[s as usize] = true;
+            self.for_good[s as usize] = true;
             if self.regions_on {
                 self.lazy[s as usize].iter_mut().for_each(|l| l.unused = true);
                 // Never read again (see `regions_unused`): give the memory back.
@@ -747,7 +752,7 @@ impl<'a> Replay<'a> {
 
     /// Distinct evicted storages adjacent to `s` (parents' and children's).
     fn evicted_neighbours(&self, s: u32, out: &mut Vec<u32>) {
-        let g = GraphView { trace: self.trace, created: self.created, material: &self.material, compute: &self.compute };
+        let g = GraphView { trace: self.trace, created: self.created, material: &self.material, compute: &self.compute, for_good: &self.for_good };
         for dir in [Direction::Reverse, Direction::Forward] {
             g.for_each_neighbour(s, dir, |n| {
                 if !self.material[n as usize] && n != s && !out.contains(&n) {

@@ -625,7 +625,7 @@ impl Replay<'_> {
             // since, would only start again: this time it runs to the end.
             let again = self.lazy[si][d].given_up_at == self.lazy[si][d].marked;
             let limit = if again { u64::MAX } else { limit.map_or(u64::MAX, |k| u64::try_from(k).unwrap_or(u64::MAX)) };
-            let g = GraphView { trace: self.trace, created: self.created, material: &self.material, compute: &self.compute };
+            let g = GraphView { trace: self.trace, created: self.created, material: &self.material, compute: &self.compute, for_good: &self.for_good };
             let region = match dir {
                 Direction::Forward => &mut self.fwd[si],
                 Direction::Reverse => &mut self.rev[si],
@@ -705,7 +705,7 @@ impl Replay<'_> {
     /// Summed compute of the distinct evicted storages adjacent to `s` in
     /// `dir`: a lower bound of that region's compute.
     pub(super) fn evicted_neighbour_compute(&mut self, s: u32, dir: Direction) -> u64 {
-        let g = GraphView { trace: self.trace, created: self.created, material: &self.material, compute: &self.compute };
+        let g = GraphView { trace: self.trace, created: self.created, material: &self.material, compute: &self.compute, for_good: &self.for_good };
         let marks = &mut self.marks;
         marks.reset();
         let mut sum = 0u64;
@@ -756,7 +756,7 @@ impl Replay<'_> {
         // one walk, not `evicted_neighbours` and then the roots: deduplicating
         // the neighbours too cost a fifth more on LSTM 0.264 with AbEq.
         let (mut few, mut k, mut more) = ([0u32; 16], 0usize, Vec::new());
-        let g = GraphView { trace: self.trace, created: self.created, material: &self.material, compute: &self.compute };
+        let g = GraphView { trace: self.trace, created: self.created, material: &self.material, compute: &self.compute, for_good: &self.for_good };
         let (eq, eq_node) = (&mut self.eq, &self.eq_node);
         for dir in [Direction::Reverse, Direction::Forward] {
             g.for_each_neighbour(s, dir, |n| {
