@@ -9,6 +9,10 @@
 //! ever lowered when a key is renewed, a removal leaves them as they are,
 //! and the scan makes them exact again for every block it reads in full:
 //! they stay bounds, tight where the scan looks.
+//!
+//! It also names one slot of the block, its representative: the candidate
+//! the scan last found there with the least known score, a hint for the
+//! next scan's starting bound that the scan checks before it trusts it.
 
 use super::victim::Key;
 use crate::pool::HOLE;
@@ -26,9 +30,14 @@ pub(super) struct Block {
     pub(super) a_min: f64,
     /// Candidates in the block.
     pub(super) live: u32,
+    /// The representative's place in the block (`NO_REP`: none), set by
+    /// `tighten`.
+    rep: u8,
 }
 
-const EMPTY: Block = Block { r_min: f64::INFINITY, a_min: f64::INFINITY, live: 0 };
+const NO_REP: u8 = u8::MAX;
+
+const EMPTY: Block = Block { r_min: f64::INFINITY, a_min: f64::INFINITY, live: 0, rep: NO_REP };
 
 /// The exact summary of one block's slots and keys.
 fn summary(slots: &[u32], keys: &[Key]) -> Block {
@@ -99,12 +108,25 @@ impl KeyBlocks {
         self.blocks[b]
     }
 
-    /// The exact bounds of block `b`, found by a scan that read all of it.
+    /// The exact bounds of block `b`, found by a scan that read all of it,
+    /// and the slot of its representative.
     #[inline]
-    pub(super) fn tighten(&mut self, b: usize, r_min: f64, a_min: f64) {
+    pub(super) fn tighten(&mut self, b: usize, r_min: f64, a_min: f64, rep: Option<usize>) {
         let block = &mut self.blocks[b];
         block.r_min = r_min;
         block.a_min = a_min;
+        block.rep = rep.map_or(NO_REP, |i| {
+            debug_assert_eq!(i / BLOCK, b);
+            (i % BLOCK) as u8
+        });
+    }
+
+    /// The slots of the representatives of the blocks that hold
+    /// candidates: whatever holds such a slot now (a member, a hole) is for
+    /// the caller to check.
+    #[inline]
+    pub(super) fn reps(&self) -> impl Iterator<Item = usize> + '_ {
+        self.blocks.iter().enumerate().filter(|(_, b)| b.live > 0 && b.rep != NO_REP).map(|(i, b)| i * BLOCK + b.rep as usize)
     }
 
     pub(super) fn len(&self) -> usize {
@@ -195,7 +217,7 @@ mod tests {
                     let lo = b * BLOCK;
                     let hi = (lo + BLOCK).min(pool.slots().len());
                     let exact = summary(&pool.slots()[lo..hi], &pool.payload()[lo..hi]);
-                    blocks.tighten(b, exact.r_min, exact.a_min);
+                    blocks.tighten(b, exact.r_min, exact.a_min, None);
                 }
                 blocks.check(pool.slots(), pool.payload()).unwrap();
             }
@@ -213,9 +235,9 @@ mod tests {
         blocks.entered(0, true);
         blocks.renewed(0, &pool.payload()[0]);
         assert!(blocks.check(pool.slots(), pool.payload()).is_ok());
-        blocks.tighten(0, 3.0, 5.0);
+        blocks.tighten(0, 3.0, 5.0, None);
         assert!(blocks.check(pool.slots(), pool.payload()).is_err());
-        blocks.tighten(0, 2.0, 5.0);
+        blocks.tighten(0, 2.0, 5.0, None);
         blocks.left(0);
         assert!(blocks.check(pool.slots(), pool.payload()).is_err());
     }
