@@ -446,7 +446,7 @@ impl Replay<'_> {
     /// tight bound instead of keeping every slot up to the first good
     /// candidate in pool order, and passes over more blocks (Inception-v4
     /// at 0.20 of its peak: 506 slots kept a scan with no seed, 164 with
-    /// the runner-up; with the representatives too, a twelfth fewer
+    /// the runner-up; with the representatives too, 7 % fewer
     /// instructions in the whole replay).
     fn scan_seed(&self, stale: bool, t: f64) -> (f64, f64, f64) {
         let (slots, keys) = (self.pool.slots(), self.pool.payload());
