@@ -142,13 +142,12 @@ impl Walk {
     /// Walk breadth first from `s`, then from each storage of the interior
     /// from `next` on (the interior found so far is the queue: a region is
     /// a set, its order not observable, and no stack is kept), adding what
-    /// is not marked yet; `compute` is the interior's sum so far. Stops
-    /// (false) as soon as the sum exceeds `limit`; returns the sum. `s` must
-    /// be a storage of `links` (checked by the caller: `start` checks the
-    /// base), and `start` must have made room.
+    /// is not marked yet; `compute` is the interior's sum so far, and the
+    /// sum is returned (compute sums fit in u64: the parser bounds the
+    /// total). `s` must be a storage of `links` (checked by the caller:
+    /// `start` checks the base), and `start` must have made room.
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    fn explore(&mut self, mut s: u32, mut next: usize, mut compute: u64, links: &StorageLinks, g: &GraphView, marks: &mut Marks, limit: u64) -> (bool, u64) {
+    fn explore(&mut self, mut s: u32, mut next: usize, mut compute: u64, links: &StorageLinks, g: &GraphView, marks: &mut Marks) -> u64 {
         loop {
             // SAFETY: `s` is checked by the caller or is a link's target (see `get_unchecked`).
             let out = unsafe { links.get_unchecked(s) };
@@ -168,10 +167,7 @@ impl Walk {
                     }
                 }
             }
-            if compute > limit {
-                return (false, compute);
-            }
-            let Some(&n) = self.interior.get(next) else { return (true, compute) };
+            let Some(&n) = self.interior.get(next) else { return compute };
             next += 1;
             s = n;
         }
@@ -236,31 +232,11 @@ impl Region {
 
     /// Recompute from scratch for resident `base`.
     pub fn rebuild(&mut self, base: u32, dir: Direction, g: &GraphView, marks: &mut Marks, walk: &mut Walk) {
-        // Compute sums fit in u64 (the parser bounds the total), so this never stops early.
-        self.rebuild_within(base, dir, g, marks, walk, u64::MAX);
-    }
-
-    /// Recompute from scratch for resident `base`, abandoned (false, content
-    /// undefined but `compute` a partial sum) as soon as the interior's
-    /// compute exceeds `limit`.
-    pub fn rebuild_within(
-        &mut self,
-        base: u32,
-        dir: Direction,
-        g: &GraphView,
-        marks: &mut Marks,
-        walk: &mut Walk,
-        limit: u64,
-    ) -> bool {
         self.clear();
         self.created = g.created;
         let links = walk.start(base, dir, g, marks);
-        let (done, compute) = walk.explore(base, 0, 0, links, g, marks, limit);
-        self.compute = compute;
-        if done {
-            walk.copy_into(self);
-        }
-        done
+        self.compute = walk.explore(base, 0, 0, links, g, marks);
+        walk.copy_into(self);
     }
 
     /// Recompute from scratch for resident `base` (as `rebuild`), and
@@ -280,15 +256,14 @@ impl Region {
         let links = walk.start(base, dir, g, marks);
         assert!((via as usize) < links.storages() && !g.material[via as usize] && via != base);
         marks.insert(via);
-        let (_, via_compute) = walk.explore(via, 0, 0, links, g, marks, u64::MAX);
+        let via_compute = walk.explore(via, 0, 0, links, g, marks);
         let mut ahead = Region { created: g.created, compute: via_compute, ..Region::default() };
         walk.copy_into(&mut ahead);
         // `via` itself, then the rest from `base` (the walk goes on from the
         // storages it adds after `via`: those before are explored).
         let next = walk.interior.len() + 1;
         walk.push(via, true);
-        let (_, compute) = walk.explore(base, next, via_compute + g.compute[via as usize], links, g, marks, u64::MAX);
-        self.compute = compute;
+        self.compute = walk.explore(base, next, via_compute + g.compute[via as usize], links, g, marks);
         walk.copy_into(self);
         ahead
     }

@@ -29,14 +29,12 @@ pub(super) struct Lazy {
     /// neighbours last raised the bound (`raise_bound`).
     pub(super) marked: u64,
     pub(super) neighbours_at: u64,
-    /// At which mark a walk of the stale region last stopped at its limit.
-    pub(super) given_up_at: u64,
 }
 
 impl Default for Lazy {
     fn default() -> Self {
-        // Never raised, never given up: no mark count matches.
-        Lazy { unused: false, stale: false, bound: 0, marked: 0, neighbours_at: u64::MAX, given_up_at: u64::MAX }
+        // Never raised: no mark count matches.
+        Lazy { unused: false, stale: false, bound: 0, marked: 0, neighbours_at: u64::MAX }
     }
 }
 
@@ -212,9 +210,8 @@ impl Replay<'_> {
     /// region loses at most the compute of X and of their new regions (the
     /// same holds in reverse), and everything else only adds to a region
     /// (an eviction, a new link, an alias's compute). So a lower bound of a
-    /// region, lowered by `loss` at each mark, stays one; a bound raised by
-    /// what a walk or its neighbours show (`raise_bound`, `exact_within`)
-    /// too.
+    /// region, lowered by `loss` at each mark, stays one; a bound raised to
+    /// what its direct neighbours show (`raise_bound`) too.
     #[inline]
     pub(super) fn mark_stale(&mut self, s: u32, dir: Direction, loss: u64) {
         let (si, d) = (s as usize, dir as usize);
