@@ -649,8 +649,8 @@ impl Replay<'_> {
     /// key and later picks read it for free, where a walk stopped at the
     /// limit would leave it stale, to be walked again. (Walks stopped at
     /// the limit cost Inception-v4 at 0.20 of its peak 7 % more
-    /// instructions, and no point of the eight traces tried was cheaper
-    /// with them by more than 0.03 %.)
+    /// instructions, and none of 18 points of the eight traces tried was
+    /// cheaper with them.)
     pub(super) fn exact_within(&mut self, s: u32, dir: Direction, limit: Option<i128>) -> Option<u64> {
         let si = s as usize;
         if limit.is_some_and(|k| k < 0) {
