@@ -353,6 +353,7 @@ impl Replay<'_> {
     pub(super) fn regions_unused(&self, s: u32) -> bool {
         let si = s as usize;
         debug_assert_eq!(self.lazy[si][0].unused, self.pinned[si] || self.retained[si]);
+        debug_assert_eq!(self.lazy[si][0].unused, self.for_good[si]);
         self.lazy[si][0].unused
     }
 

@@ -99,7 +99,9 @@ struct Replay<'a> {
     pinned: Vec<bool>,
     retained: Vec<bool>,
     /// Pinned or retained: resident for good once linked (see
-    /// `GraphView::for_good`).
+    /// `GraphView::for_good`). Where regions are on this is `Lazy::unused`
+    /// again, kept dense for the walks' inner loop, which reads it at
+    /// every resident storage it reaches.
     for_good: Vec<bool>,
     last_access_int: Vec<i64>,
     compute: Vec<u64>,

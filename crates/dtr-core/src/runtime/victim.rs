@@ -146,8 +146,13 @@ fn score_floor(r: f64, st: f64) -> f64 {
 #[inline]
 fn seed_staleness(key: &Key, stale: bool, t: f64) -> Option<f64> {
     let st = if stale { t - key.a } else { 1.0 };
-    let seeds = key.exact && !key.retained && st > 0.0 && st < f64::INFINITY && key.r > 0.0 && key.r < f64::INFINITY;
-    seeds.then_some(st)
+    (key.exact && !key.retained && positive_finite_q(key.r, st)).then_some(st)
+}
+
+/// Whether `q = r / st` is positive and finite, with both finite.
+#[inline]
+fn positive_finite_q(r: f64, st: f64) -> bool {
+    st > 0.0 && st < f64::INFINITY && r > 0.0 && r < f64::INFINITY
 }
 
 /// The clock below which staleness is an exact float (see `HI`).
@@ -389,8 +394,8 @@ impl Replay<'_> {
                         (br, bst) = (key.r, st);
                         best_hi = br / bst * HI;
                     }
-                    // As `seed_staleness` (a known key here).
-                    if st > 0.0 && st < f64::INFINITY && key.r > 0.0 && key.r < f64::INFINITY && key.r * rep_st < rep_r * st {
+                    // A seed as `seed_staleness` has it (the key is known).
+                    if positive_finite_q(key.r, st) && key.r * rep_st < rep_r * st {
                         (rep, rep_r, rep_st) = (Some(i), key.r, st);
                     }
                 }
@@ -516,11 +521,12 @@ impl Replay<'_> {
     /// the storages it is owed (an absorb adds at least that). A score rises
     /// with its cost term, so a candidate whose bound
     /// exceeds an exact score cannot be picked; and once its forward region
-    /// shows that it cannot win, its reverse region is not read. A candidate still
-    /// bounded by its key is bounded by its regions' stored bounds when it
-    /// is first reached (Inception-v4 at 0.20 of its peak: 5 reached of 33
-    /// an eviction), and a zero so found is the first in pool order as the
-    /// exact phase's are: any earlier one was bounded by 0 before.
+    /// shows that it cannot win, its reverse region is not read. A
+    /// candidate still bounded by its key is bounded by its regions' stored
+    /// bounds when it is first reached (Inception-v4 at 0.20 of its peak: 5
+    /// reached of 33 an eviction), and a zero so found is the first in pool
+    /// order as the exact phase's are: any earlier one was bounded by 0
+    /// before.
     fn pick(&mut self, mut cands: Vec<Cand>, cost: Cost, size: bool, stale: bool, scored: u32) -> (Option<u32>, u64) {
         let both = cost == Cost::Neighbourhood;
         let mut best = f64::INFINITY;
