@@ -11,6 +11,7 @@ from typing import Any, ClassVar, Self, TypeVar, final
 __all__ = [
     "Trace",
     "RunResult",
+    "Session",
     "heuristic_catalogue",
     "budget_for_ratio",
     "_panic_for_test",
@@ -160,6 +161,16 @@ class Trace:
     def storage_of(self, tensor_id: int) -> int: ...
     def op_name_of(self, tensor_id: int) -> str: ...
     def storage_size(self, storage_id: int) -> int: ...
+    def schedule_table(self) -> tuple[list[int], list[int], list[int], int]:
+        """``(kind, argument, line)`` per command (0 compute operator, 1 take a
+        reference, 2 materialize and pin, 3 release) and the number of
+        commands the lines make (the rest pin what is kept at the end)."""
+    def op_table(self) -> tuple[list[int], list[int], list[bool]]:
+        """Per operator: first output, number of outputs, constant or not."""
+    def tensor_table(self) -> tuple[list[int], list[int]]:
+        """Per tensor: its storage (root tensor id) and bytes (0 for an alias)."""
+    def tensor_names(self) -> list[str]: ...
+    def op_inputs(self, op: int) -> list[int]: ...
     def baseline(self) -> dict[str, int]:
         """``{"peak", "compute", "const", "bottleneck"}`` of the infinite-budget run."""
     def simulate(
@@ -179,6 +190,40 @@ class Trace:
         eager_regions: bool = False,
         memory_limit: int | None = None,
     ) -> _R: ...
+
+@final
+class Session:
+    """A replay fed a command at a time (for ``dtrlab.runtime``); it stays on
+    the thread that made it."""
+
+    def __new__(
+        cls,
+        trace: Trace,
+        *,
+        key: str,
+        start: bool,
+        heuristic: str,
+        cap: float | None,
+        budget: int | None = None,
+        ratio: float | None = None,
+        seed: int = 0,
+        retain: list[int] = ...,
+        self_check: bool = False,
+    ) -> Self: ...
+    @property
+    def position(self) -> int: ...
+    @property
+    def memory(self) -> int: ...
+    @property
+    def budget(self) -> int | None: ...
+    def advance(self, end: int) -> tuple[str, list[tuple[int, int, int]]]:
+        """Replay up to command ``end``: the status and the new events
+        ``(kind, storage, tensor)``, kind 0 evict, 1 evict on release, 2 rematerialize."""
+    def set_memory_offset(self, offset: int) -> None: ...
+    def resident(self, storage: int) -> bool: ...
+    def kept_for_good(self, storage: int) -> bool: ...
+    def external_refs(self, storage: int) -> int: ...
+    def finish(self, result_type: type[_R]) -> _R: ...
 
 def heuristic_catalogue() -> list[tuple[str, str, bool, bool, bool]]:
     """Every heuristic with its terms: ``(name, cost, size, staleness, random)``."""

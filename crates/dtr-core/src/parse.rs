@@ -714,12 +714,13 @@ impl Builder {
         }
         let mapped = std::mem::take(&mut self.mapped);
         drop(std::mem::take(&mut self.names));
+        let body_commands = self.schedule.len();
         for t in mapped {
             if self.refs[t as usize] > 0 {
                 self.push(Command::Get { tensor: t, pin: true }, last_line)?;
             }
         }
-        Ok(Trace::new(
+        let mut trace = Trace::new(
             self.source,
             self.ops,
             self.op_kinds,
@@ -728,7 +729,9 @@ impl Builder {
             self.op_inputs,
             self.schedule,
             self.schedule_lines,
-        ))
+        );
+        trace.body_commands = body_commands;
+        Ok(trace)
     }
 }
 

@@ -151,6 +151,10 @@ pub struct Trace {
     pub schedule: Vec<Command>,
     /// Trace line of each schedule command (1-based).
     pub schedule_lines: Vec<usize>,
+    /// The commands the trace's lines make; the rest of the schedule
+    /// materializes and pins what is still referenced at the end (they carry
+    /// the last line's number).
+    pub body_commands: usize,
     /// Per tensor: every output of every operator that takes it as input, in
     /// creation order (with repeats when an operator takes it twice).
     pub children: Csr,
@@ -252,6 +256,7 @@ impl Trace {
             }
         }
         Trace {
+            body_commands: schedule.len(),
             storage_fwd: StorageLinks::build(n, fwd_pairs),
             storage_rev: StorageLinks::build(n, rev_pairs),
             source,

@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 mod result;
+mod session;
 use result::RunResult;
 
 /// The system allocator, counting the bytes this extension holds, so a
@@ -101,7 +102,7 @@ fn memory_guard(memory_limit: Option<u64>, hint: &'static str) -> Option<core::M
 create_exception!(_engine, TraceError, PyValueError, "A trace file is malformed (names the file and line).");
 create_exception!(_engine, EngineError, PyRuntimeError, "The engine cannot perform a request.");
 
-fn to_py_err(e: core::EngineError) -> PyErr {
+pub(crate) fn to_py_err(e: core::EngineError) -> PyErr {
     match e {
         core::EngineError::Trace(t) => TraceError::new_err(t.to_string()),
         core::EngineError::InvalidArgument(m) => PyValueError::new_err(m),
@@ -127,8 +128,8 @@ fn guarded<T: Send>(py: Python<'_>, f: impl FnOnce() -> Result<T, core::EngineEr
 
 /// A parsed trace, shared by every replay; its baseline is computed once.
 #[pyclass(frozen, module = "dtrlab._engine")]
-struct Trace {
-    inner: Arc<core::Trace>,
+pub(crate) struct Trace {
+    pub(crate) inner: Arc<core::Trace>,
     baseline: OnceLock<core::Baseline>,
 }
 
@@ -140,6 +141,44 @@ impl Trace {
         let t = self.inner.clone();
         let b = guarded(py, move || core::baseline(&t))?;
         Ok(*self.baseline.get_or_init(|| b))
+    }
+
+    /// A replay's configuration from the API's arguments, and its budget
+    /// (no events, no checks, no memory guard: the caller's to set).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn config(
+        &self,
+        py: Python<'_>,
+        heuristic: &str,
+        cap: Option<f64>,
+        budget: Option<u64>,
+        ratio: Option<f64>,
+        seed: u64,
+        retain: Vec<u32>,
+    ) -> PyResult<(Option<u64>, core::RunConfig)> {
+        let h = core::Heuristic::from_name(heuristic).ok_or_else(|| {
+            let names: Vec<&str> = core::HEURISTIC_NAMES.iter().map(|(n, _)| *n).collect();
+            PyValueError::new_err(format!("unknown heuristic {heuristic:?}; choose one of {}", names.join(", ")))
+        })?;
+        let base = self.baseline_of(py)?;
+        let budget = match (budget, ratio) {
+            (Some(_), Some(_)) => return Err(PyValueError::new_err("give budget or ratio, not both")),
+            (Some(b), None) => Some(b),
+            (None, Some(r)) => Some(core::budget_for_ratio(base.peak, r).map_err(to_py_err)?),
+            (None, None) => None,
+        };
+        let cfg = core::RunConfig {
+            budget,
+            heuristic: h,
+            remat_limit: core::remat_limit(base.compute, cap).map_err(to_py_err)?,
+            seed,
+            retain,
+            events: false,
+            self_check: false,
+            eager_regions: false,
+            memory: None,
+        };
+        Ok((budget, cfg))
     }
 }
 
@@ -225,6 +264,55 @@ impl Trace {
         }
     }
 
+    /// The schedule as columns: `(kind, argument, line)` per command (kind
+    /// 0 = compute operator `argument`, 1 = take a reference to tensor
+    /// `argument`, 2 = materialize and pin it, 3 = release it), and how many
+    /// commands the trace's lines make (the rest pin what is kept at the end).
+    fn schedule_table(&self) -> (Vec<u8>, Vec<u32>, Vec<usize>, usize) {
+        let t = &self.inner;
+        let (kinds, args) = t
+            .schedule
+            .iter()
+            .map(|c| match *c {
+                core::trace::Command::Compute(op) => (0u8, op),
+                core::trace::Command::Get { tensor, pin: false } => (1, tensor),
+                core::trace::Command::Get { tensor, pin: true } => (2, tensor),
+                core::trace::Command::Release(tensor) => (3, tensor),
+            })
+            .unzip();
+        (kinds, args, t.schedule_lines.clone(), t.body_commands)
+    }
+
+    /// The operators as columns: first output, number of outputs, constant or not.
+    fn op_table(&self) -> (Vec<u32>, Vec<u32>, Vec<bool>) {
+        let ops = &self.inner.ops;
+        (
+            ops.iter().map(|o| o.first_output).collect(),
+            ops.iter().map(|o| o.n_outputs).collect(),
+            ops.iter().map(|o| o.is_constant).collect(),
+        )
+    }
+
+    /// The tensors as columns: storage (root tensor id), and bytes (0 for an alias).
+    fn tensor_table(&self) -> (Vec<u32>, Vec<u64>) {
+        let ts = &self.inner.tensors;
+        (ts.iter().map(|t| t.storage).collect(), ts.iter().map(|t| t.size).collect())
+    }
+
+    /// Every tensor's name in the trace, by tensor id.
+    fn tensor_names(&self) -> Vec<String> {
+        (0..self.inner.tensors.len()).map(|t| self.inner.tensor_name(t as u32).to_string()).collect()
+    }
+
+    /// The input tensors of operator `op`, in argument order.
+    fn op_inputs(&self, op: usize) -> PyResult<Vec<u32>> {
+        if op < self.inner.ops.len() {
+            Ok(self.inner.op_inputs.get(op as u32).to_vec())
+        } else {
+            Err(PyValueError::new_err(format!("no operator {op}")))
+        }
+    }
+
     /// `{"peak", "compute", "const", "bottleneck"}` of the infinite-budget run.
     fn baseline<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let b = self.baseline_of(py)?;
@@ -260,28 +348,11 @@ impl Trace {
         eager_regions: bool,
         memory_limit: Option<u64>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let h = core::Heuristic::from_name(heuristic).ok_or_else(|| {
-            let names: Vec<&str> = core::HEURISTIC_NAMES.iter().map(|(n, _)| *n).collect();
-            PyValueError::new_err(format!("unknown heuristic {heuristic:?}; choose one of {}", names.join(", ")))
-        })?;
-        let base = self.baseline_of(py)?;
-        let budget = match (budget, ratio) {
-            (Some(_), Some(_)) => return Err(PyValueError::new_err("give budget or ratio, not both")),
-            (Some(b), None) => Some(b),
-            (None, Some(r)) => Some(core::budget_for_ratio(base.peak, r).map_err(to_py_err)?),
-            (None, None) => None,
-        };
-        let cfg = core::RunConfig {
-            budget,
-            heuristic: h,
-            remat_limit: core::remat_limit(base.compute, cap).map_err(to_py_err)?,
-            seed,
-            retain,
-            events,
-            self_check,
-            eager_regions,
-            memory: memory_guard(memory_limit, " or ask for less (events=False, a cap on the overhead)"),
-        };
+        let (_, mut cfg) = self.config(py, heuristic, cap, budget, ratio, seed, retain)?;
+        cfg.events = events;
+        cfg.self_check = self_check;
+        cfg.eager_regions = eager_regions;
+        cfg.memory = memory_guard(memory_limit, " or ask for less (events=False, a cap on the overhead)");
         let t = self.inner.clone();
         let r = guarded(py, move || core::simulate(&t, &cfg))?;
         let run = result::Inputs { trace: key, heuristic: heuristic.into(), ratio, cap, start, seed };
@@ -317,6 +388,7 @@ fn _panic_for_test(py: Python<'_>) -> PyResult<()> {
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Trace>()?;
     m.add_class::<RunResult>()?;
+    m.add_class::<session::Session>()?;
     m.add_function(wrap_pyfunction!(heuristic_catalogue, m)?)?;
     m.add_function(wrap_pyfunction!(budget_for_ratio, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;

@@ -8,13 +8,17 @@
 //! The replay loop, locks, materialization and eviction are here; the
 //! other rooms of `Replay` are [`lazy_regions`] (which regions are stale and
 //! when they are rebuilt), [`victim`] (the pool scan and scores),
-//! [`key_blocks`] (the scan's summaries of its keys) and [`report`]
-//! (diagnostics, self-check, the result).
+//! [`key_blocks`] (the scan's summaries of its keys), [`report`]
+//! (diagnostics, self-check, the result) and [`session`] (the schedule fed
+//! a command at a time: what `simulate` and a real runtime both drive).
 
 mod key_blocks;
 mod lazy_regions;
 mod report;
+mod session;
 mod victim;
+
+pub use session::{Progress, Session};
 
 use lazy_regions::{Eager, Lazy};
 use victim::{Cand, Key};
@@ -190,13 +194,16 @@ struct Replay<'a> {
     /// reference's records name at an OOM, even when a nested
     /// rematerialization has already returned).
     last_requested: TensorId,
+    /// Bytes measured outside the engine less the engine's own, added to
+    /// every budget check (`Session::set_memory_offset`; 0 in a replay).
+    memory_offset: i64,
 }
 
-/// Replay `trace` under `cfg`.
+/// Replay `trace` under `cfg`: a [`Session`] fed the whole schedule.
 pub fn simulate(trace: &Trace, cfg: &RunConfig) -> Result<RunResult, EngineError> {
-    let mut r = Replay::new(trace, cfg)?;
-    let stop = r.run();
-    r.finish(stop)
+    let mut s = Session::new(trace, cfg)?;
+    s.advance(trace.schedule.len())?;
+    s.finish()
 }
 
 impl<'a> Replay<'a> {
@@ -284,6 +291,7 @@ impl<'a> Replay<'a> {
             eq_on,
             line: 0,
             last_requested: 0,
+            memory_offset: 0,
         })
     }
 
@@ -302,29 +310,23 @@ impl<'a> Replay<'a> {
 
     // ----- schedule -------------------------------------------------------
 
-    fn run(&mut self) -> Option<Stop> {
+    /// Replay schedule command `i`, then the per-command checks.
+    fn command(&mut self, i: usize) -> Result<(), Stop> {
         let trace = self.trace;
-        for (i, cmd) in trace.schedule.iter().enumerate() {
-            self.line = trace.schedule_lines[i];
-            let step = match *cmd {
-                Command::Compute(op) => self.compute_op(op),
-                Command::Get { tensor, pin: true } => self.get_pinned(tensor),
-                Command::Get { tensor, pin: false } => self.get_ref(tensor),
-                Command::Release(tensor) => self.release(tensor),
-            };
-            if let Err(stop) = step {
-                return Some(stop);
-            }
-            if let Some(Err(e)) = self.cfg.memory.map(|m| m.check()) {
-                return Some(Stop::Error(e));
-            }
-            if self.cfg.self_check {
-                if let Err(e) = self.check_invariants() {
-                    return Some(Stop::Error(e));
-                }
-            }
+        self.line = trace.schedule_lines[i];
+        match trace.schedule[i] {
+            Command::Compute(op) => self.compute_op(op)?,
+            Command::Get { tensor, pin: true } => self.get_pinned(tensor)?,
+            Command::Get { tensor, pin: false } => self.get_ref(tensor)?,
+            Command::Release(tensor) => self.release(tensor)?,
         }
-        None
+        if let Some(m) = self.cfg.memory {
+            m.check()?;
+        }
+        if self.cfg.self_check {
+            self.check_invariants()?;
+        }
+        Ok(())
     }
 
     /// A model operator: create its outputs, materialize the first one.
@@ -497,7 +499,7 @@ impl<'a> Replay<'a> {
     /// for the identical-budget interval.
     #[inline]
     fn fits(&mut self, request: u64) -> bool {
-        let need = self.memory + request;
+        let need = self.need(request);
         match self.cfg.budget {
             None => true,
             Some(b) if need <= b => {
@@ -509,6 +511,13 @@ impl<'a> Replay<'a> {
                 false
             }
         }
+    }
+
+    /// What a budget check compares: resident bytes (plus the measured
+    /// offset, if any) and the request.
+    #[inline]
+    fn need(&self, request: u64) -> u64 {
+        self.memory.saturating_add_signed(self.memory_offset).saturating_add(request)
     }
 
     fn push_frame(&mut self, t: TensorId, remat: bool) {
@@ -612,7 +621,7 @@ impl<'a> Replay<'a> {
                     pinned,
                     request,
                     depth,
-                    over_by: self.memory + request - budget,
+                    over_by: self.need(request) - budget,
                     model_op: self.model_ops,
                     tensor_id: self.last_requested,
                     tensor_name: self.tensor_name(self.last_requested).to_string(),

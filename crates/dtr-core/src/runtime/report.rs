@@ -88,7 +88,7 @@ impl Replay<'_> {
         Ok(())
     }
 
-    pub(super) fn finish(self, stop: Option<Stop>) -> Result<RunResult, EngineError> {
+    pub(super) fn finish(&mut self, stop: Option<Stop>) -> Result<RunResult, EngineError> {
         let (status, fail) = match stop {
             None => (RunStatus::Ok, None),
             Some(Stop::Oom(f)) => (RunStatus::Oom, Some(f)),
@@ -121,7 +121,7 @@ impl Replay<'_> {
             identical_budget_hi: self.nofit_min.map(|u| u - 1),
             bottleneck: self.bottleneck,
             const_bytes: self.const_bytes,
-            events: self.events,
+            events: self.events.take(),
         })
     }
 }
