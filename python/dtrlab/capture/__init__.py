@@ -71,15 +71,30 @@ def capture_step(model: torch.nn.Module, inputs: Sequence[Any], loss: Callable[[
         raise TypeError("loss must be a function of the model's output")
     if not isinstance(measure, bool) or not isinstance(optimizer_step, bool):
         raise TypeError("measure and optimizer_step must be True or False")
+    rec = Recorder(cost=roofline, measure=measure)
+    run_step(rec, model, inputs, loss, optimizer, optimizer_step)
+    return Capture(rec.text, rec.live.peak, rec.operators)
+
+
+def run_step(rec: Recorder, model: torch.nn.Module, inputs: Sequence[Any], loss: Callable[[Any], torch.Tensor],
+             optimizer: torch.optim.Optimizer | None, optimizer_step: bool, collect: bool = True) -> float:
+    """One training step under ``rec`` (a :class:`Recorder`, or a mode built
+    on one, such as the runtime's): every caller runs exactly these Python
+    statements, so that the same step gives the same command stream. Returns
+    the loss; the trace is ``rec.text`` afterwards. ``collect=False`` skips
+    the garbage collection before the step (a caller that ran one already;
+    a full collection takes tens of milliseconds with PyTorch loaded)."""
     inputs = tuple(inputs) if isinstance(inputs, (list, tuple)) else (inputs,)
-    gc.collect()
+    if collect:
+        gc.collect()
     enabled = gc.isenabled()
     gc.disable()  # releases when reference counts drop, not when a collection runs
     try:
-        rec = Recorder(cost=roofline, measure=measure)
         with rec:
             out = model(*inputs)
             value = loss(out)
+            # (item() makes no tensor: the lines stay those of the step alone.)
+            result = value.item()
             rec.sweep()
             rec.annotate("BACKWARD")
             value.backward()
@@ -88,11 +103,11 @@ def capture_step(model: torch.nn.Module, inputs: Sequence[Any], loss: Callable[[
                 optimizer.step()
                 optimizer.zero_grad(set_to_none=True)
             # (Without an optimizer the gradients are the step's result: kept.)
-        text = rec.finish()
+        rec.finish()
     finally:
         if enabled:
             gc.enable()
-    return Capture(text, rec.live.peak, rec.operators)
+    return result
 
 
 def capture_workload(w: Workload, measure: bool = False, optimizer_step: bool = True) -> Capture:
@@ -126,5 +141,5 @@ def write_trace(text: str, path: str | os.PathLike) -> None:
     write_text(path, text)
 
 
-__all__ = ["Capture", "CaptureError", "Workload", "capture_step", "capture_workload", "load_workload",
+__all__ = ["Capture", "CaptureError", "Workload", "capture_step", "capture_workload", "load_workload", "run_step",
            "write_trace"]

@@ -19,9 +19,9 @@ from __future__ import annotations
 import math
 
 import torch
-from torch.utils._pytree import tree_flatten
 from torch.utils.flop_counter import flop_registry
 
+from dtrlab.capture import flat
 from dtrlab.capture.recorder import written_names
 
 PEAK_FLOPS = 14e12  # per second
@@ -36,13 +36,39 @@ def tensor_bytes(t: torch.Tensor) -> int:
 def operator_flops(func, args, kwargs, out) -> int:
     """PyTorch's FLOP count of one operator call (0 where it has no formula)."""
     formula = flop_registry.get(func._overloadpacket)
-    return int(formula(*args, **kwargs, out_val=out)) if formula is not None else 0
+    if formula is None:
+        return 0
+    # The formulas read shapes (and the other arguments): the count of a
+    # call like one seen before is the same (and torch's pytree, which the
+    # formulas go through, is slow).
+    try:
+        key = (func, _shape_key((args, kwargs)), _shape_key(out))
+        hash(key)
+    except TypeError:
+        return int(formula(*args, **kwargs, out_val=out))
+    n = _FLOPS.get(key)
+    if n is None:
+        n = _FLOPS[key] = int(formula(*args, **kwargs, out_val=out))
+    return n
+
+
+_FLOPS: dict = {}
+
+
+def _shape_key(obj):
+    if isinstance(obj, torch.Tensor):
+        return ("tensor", tuple(obj.shape), obj.dtype)
+    if isinstance(obj, (tuple, list)):
+        return (type(obj).__name__, *map(_shape_key, obj))
+    if isinstance(obj, dict):
+        return ("dict", *((k, _shape_key(v)) for k, v in obj.items()))
+    return obj
 
 
 def roofline(func, args, kwargs, out) -> int:
     """Nanoseconds of one operator call under the cost model above."""
-    ins = [a for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)]
-    outs = [o for o in tree_flatten(out)[0] if isinstance(o, torch.Tensor)]
+    ins = flat.arguments(args, kwargs)
+    outs = flat.tensors(out)
     in_storages = {a.untyped_storage()._cdata for a in ins}
     if outs and all(o.untyped_storage()._cdata in in_storages for o in outs) and not written_names(func):
         return LAUNCH_NS  # a view

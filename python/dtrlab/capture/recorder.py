@@ -40,7 +40,9 @@ input tensor itself returned unchanged are not recorded.
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -48,14 +50,28 @@ from typing import Callable
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.multiprocessing.reductions import StorageWeakRef
-from torch.utils._pytree import tree_flatten
 
+from dtrlab.capture import flat
 from dtrlab.exceptions import CaptureError
+
+
+_PLAIN = re.compile(r"[A-Za-z0-9_.$-]*\Z")
 
 
 def _line(**fields) -> str:
     # The public traces' shape: sorted keys, no spaces, numbers as strings.
-    return json.dumps(fields, sort_keys=True, separators=(",", ":"))
+    # Names and numbers need no escaping, and most lines are written as
+    # json.dumps would write them without its cost (a few per operator).
+    parts = []
+    for key in sorted(fields):
+        v = fields[key]
+        if type(v) is str and _PLAIN.match(v):
+            parts.append(f'"{key}":"{v}"')
+        elif type(v) is list and all(type(x) is str and _PLAIN.match(x) for x in v):
+            parts.append(f'"{key}":[' + ",".join(f'"{x}"' for x in v) + "]")
+        else:
+            parts.append(f'"{key}":' + json.dumps(v, sort_keys=True, separators=(",", ":")))
+    return "{" + ",".join(parts) + "}"
 
 
 def _storage_key(t: torch.Tensor) -> int:
@@ -158,22 +174,30 @@ class Recorder(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         self.sweep()
-        inputs = [a for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)]
         started = time.perf_counter_ns()
         out = func(*args, **kwargs)
-        elapsed = time.perf_counter_ns() - started
-        outputs = [o for o in tree_flatten(out)[0] if isinstance(o, torch.Tensor)]
+        self.record(func, args, kwargs, out, time.perf_counter_ns() - started)
+        return out
+
+    def record(self, func, args, kwargs, out, elapsed: int, inputs=None, written=None) -> None:
+        """Write the lines of one operator call that returned ``out`` after
+        ``elapsed`` nanoseconds (nothing for a call that makes no tensor and
+        writes none). ``inputs`` (its tensor arguments) and ``written``
+        (:func:`_written_arguments`) where the caller has them already."""
+        if inputs is None:
+            inputs = flat.arguments(args, kwargs)
+        outputs = flat.tensors(out)
         # (In-place kernels over tensor lists return nothing: they still write.)
-        written = _written_arguments(func, args, kwargs)
+        if written is None:
+            written = _written_arguments(func, args, kwargs)
         if not outputs and not written:
-            return out
+            return
         cost = max(int(elapsed), 1) if self.measure else self.cost(func, args, kwargs, out)
-        op = func.__name__.split(".")[0]
+        op = op_name(func)
         if written:
             self._mutate(op, written, cost)
         else:
             self._call(op, inputs, outputs, cost)
-        return out
 
     def _call(self, op: str, inputs: list[torch.Tensor], outputs: list[torch.Tensor], cost: int) -> None:
         in_keys = {t._cdata for t in inputs}
@@ -220,9 +244,21 @@ class Recorder(TorchDispatchMode):
 
     def finish(self) -> str:
         self.sweep()
+        return self.text
+
+    @property
+    def text(self) -> str:
+        """The trace written so far."""
         return "\n".join(self.lines) + "\n"
 
 
+@functools.lru_cache(maxsize=None)
+def op_name(func) -> str:
+    """An operator's name in the trace: its overload packet's (``addmm``)."""
+    return func.__name__.split(".")[0]
+
+
+@functools.lru_cache(maxsize=None)
 def written_names(func) -> list[str]:
     """The arguments an operator writes in place, by its schema."""
     return [a.name for a in func._schema.arguments if a.alias_info is not None and a.alias_info.is_write]
@@ -231,6 +267,8 @@ def written_names(func) -> list[str]:
 def _written_arguments(func, args, kwargs) -> list[tuple[torch.Tensor, list[torch.Tensor]]]:
     """Each tensor the operator writes in place, with the other tensor
     arguments that go with it (for list arguments, those at its position)."""
+    if not written_names(func):
+        return []
     schema = func._schema
     values = {}
     for i, a in enumerate(schema.arguments):
