@@ -1,4 +1,5 @@
-"""Command line: ``dtrlab simulate``, ``dtrlab baseline``, ``dtrlab fetch``.
+"""Command line: ``dtrlab simulate``, ``dtrlab baseline``, ``dtrlab fetch``,
+``dtrlab capture``, ``dtrlab run-dtr``.
 
 TRACE is a trace file or a key (densenet, inception, lstm, resnet32,
 transformer, treelstm, unet, unroll_gan); keys are fetched and verified on
@@ -120,6 +121,34 @@ def build_parser() -> argparse.ArgumentParser:
                      help="stop after the backward pass, as the 2020 traces do (the format pins constants: "
                           "a parameter updated in place stays resident beside its new value)")
 
+    rt = sub.add_parser("run-dtr", help="one training step of a PyTorch model under a budget, tensors really "
+                                        "evicted and recomputed (extra: pip install 'dtrlab[capture]')")
+    rt.add_argument("model", metavar="MODEL",
+                    help="a built-in model (resnet50, vit_b_16, gpt2_small, lstm_lm, unet) or "
+                         "package.module:function returning a dtrlab.capture.Workload")
+    size = rt.add_mutually_exclusive_group(required=True)
+    size.add_argument("--ratio", type=float, help="budget as a fraction of the step's peak (its plan's baseline)")
+    size.add_argument("--budget", type=int, help="budget in bytes")
+    rt.add_argument("--batch", type=int, default=None, help="batch size (default: the model's own)")
+    rt.add_argument("--heuristic", default=engine.DEFAULT_HEURISTIC, choices=engine.HEURISTICS, metavar="H",
+                    help="eviction heuristic (default %(default)s)")
+    rcaps = rt.add_mutually_exclusive_group()
+    rcaps.add_argument("--cap", type=float, default=engine.DEFAULT_CAP,
+                       help="overhead cap: stop as 'thrashed' past cap x compute (default %(default)s)")
+    rcaps.add_argument("--no-cap", action="store_true", help="no overhead cap")
+    rt.add_argument("--trigger", choices=("model", "ledger", "allocator"), default="model",
+                    help="what the budget is checked against: the engine's bytes (model: every decision the "
+                         "simulator's), the runtime's ledger, or the C allocator's bytes (default %(default)s)")
+    rt.add_argument("--costs", choices=("model", "measured"), default="model",
+                    help="operator costs: the capture's cost model, or measured CPU times (default %(default)s)")
+    rt.add_argument("--no-optimizer-step", action="store_true", help="stop after the backward pass")
+    rt.add_argument("--threads", type=int, default=1, help="intra-op threads, fixed for exact reruns (default 1)")
+    rt.add_argument("--repeat", type=int, default=1,
+                    help="run the step this many times (and the no-op baseline as often); report the run of "
+                         "median wall time, with the range (default 1)")
+    rt.add_argument("--events", action="store_true", help="include the event log (what was evicted and recomputed)")
+    rt.add_argument("--json", action="store_true", help="print one JSON object")
+
     ver = sub.add_parser("verify", help="re-hash every artifact of a manifest; non-zero exit on any mismatch")
     ver.add_argument("manifest", nargs="?", default="results/MANIFEST.json")
     ver.add_argument("--root", default=None, help="workflow root (default: the manifest's grandparent)")
@@ -231,6 +260,14 @@ def cmd_capture(args) -> int:
     return 0
 
 
+def cmd_run_dtr(args) -> int:
+    try:
+        from dtrlab.runtime.command import run_dtr
+    except ImportError as e:
+        raise ValueError(str(e)) from None
+    return run_dtr(args)
+
+
 def cmd_verify(args) -> int:
     problems = provenance.verify(args.manifest, args.root)
     for p in problems:
@@ -271,6 +308,7 @@ COMMANDS = {
     "fetch-simrd": cmd_fetch_simrd,
     "atlas": cmd_atlas,
     "capture": cmd_capture,
+    "run-dtr": cmd_run_dtr,
     "verify": cmd_verify,
 }
 
