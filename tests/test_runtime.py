@@ -9,6 +9,11 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -219,3 +224,47 @@ def test_a_snapshot_puts_back_a_storage_left_evicted():
     p.untyped_storage().resize_(0)
     snap.restore(w.optimizer)
     assert p.untyped_storage().nbytes() == p.numel() * p.element_size()
+
+
+def run_dtr(*args: str, cwd=None) -> subprocess.CompletedProcess:
+    tests = str(Path(__file__).parent)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([tests, os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, "-m", "dtrlab", "run-dtr", *args], capture_output=True, text=True,
+                          env=env, timeout=600, cwd=cwd)
+
+
+@pytest.mark.parametrize("name", ["convnet", "lstm_cell"])
+def test_the_command_line_runs_a_model_of_ones_own_beside_the_simulator(name, tmp_path):
+    r = runner(name, "none")
+    ratios = tight_ratios(r.trace)
+    for ratio in ratios[:1] + ratios[-1:]:
+        p = run_dtr(f"runtime_models:{name}", "--ratio", str(ratio), "--json", "--events", cwd=tmp_path)
+        assert p.returncode == 0, p.stderr
+        out = json.loads(p.stdout)
+        sim = dtrlab.simulate(r.trace, ratio=ratio, events=True)
+        assert out["status"] == sim.status and out["simulator"]["same_decisions"]
+        assert out["engine"] == json.loads(json.dumps(sim.to_dict()))
+        assert [tuple(e) for e in out["events"]] == performed(sim)
+        assert out["equal"] is (True if sim.status == "ok" else None)
+        assert set(out["timing"]) >= {"wall", "operators", "engine", "recompute", "bookkeeping", "baseline_wall"}
+    human = run_dtr(f"runtime_models:{name}", "--ratio", str(ratios[0]), cwd=tmp_path)
+    assert human.returncode == 0 and "bitwise equal              yes" in human.stdout
+    assert not list(tmp_path.iterdir())  # (it writes nothing)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["nonsense", "--ratio", "0.5"], "unknown model 'nonsense'"),
+    (["runtime_models:views", "--ratio", "-1"], "--ratio must be > 0"),
+    (["runtime_models:views", "--ratio", "0.5", "--threads", "0"], "--threads must be in"),
+    (["runtime_models:views", "--ratio", "0.5", "--repeat", "0"], "--repeat must be in"),
+])
+def test_the_command_line_refuses_bad_arguments_in_one_line(args, message):
+    p = run_dtr(*args)
+    assert p.returncode == 2 and p.stderr.startswith("dtrlab: error: ") and message in p.stderr, p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
+
+
+def test_the_command_line_reports_a_step_outside_the_runtime_in_one_line():
+    p = run_dtr("runtime_models:overlapping_write", "--ratio", "1.0", "--no-optimizer-step")
+    assert p.returncode == 1 and "written in place through another view" in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1

@@ -35,6 +35,9 @@ class StepFailed(RuntimeError):
         self.budget = budget
         self.result = result
 
+    def __reduce__(self):
+        return (type(self), (str(self), self.operator, self.budget, self.result))
+
 
 class OutOfMemory(StepFailed):
     """Out of memory: nothing left to evict while an operator needed room."""

@@ -39,9 +39,10 @@ generator state (:mod:`dtrlab.runtime.recipes`).
 from __future__ import annotations
 
 import contextlib
+import copy
 import gc
 import hashlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from time import perf_counter_ns
 from typing import Any, Callable, Iterator, Sequence
 
@@ -152,7 +153,8 @@ class RuntimeRun:
     error: Exception | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self, events: bool = False) -> dict:
-        d = {k: v for k, v in asdict(self).items() if k not in ("result", "performed", "error")}
+        d = {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self)
+             if f.name not in ("result", "performed", "error")}
         d["overhead"] = self.result.overhead if self.result is not None else None
         d["engine"] = self.result.to_dict() if self.result is not None else None
         if events:
