@@ -151,6 +151,7 @@ def test_out_of_memory_names_the_operator_and_budget_and_leaves_the_model_intact
     assert e.value.operator and e.value.operator in str(e.value)
     assert e.value.result.status == "oom"
     assert not bitwise_differences(before, results(w.model, w.optimizer))
+    assert r.run(ratio=oom).leaked == 0  # (the abandoned step's tensors are let go)
     # Usable: a step at a budget that fits is the step without the runtime.
     plain = runtime_models.convnet(optimizer="sgd")
     capture.capture_workload(plain)

@@ -258,13 +258,13 @@ class Runner:
             homes.release_all()
         if error is not None:
             error.__traceback__ = None  # (its frames hold the step's tensors)
-            gc.collect()
+            _let_go_of_the_abandoned_graph()
             self.snapshot.restore(w.optimizer)
         kept = _state_storages(w)
         leaked = sum(1 for key, ref in held if not ref.expired() and key not in kept)
         equal, differences = None, []
         if status == "ok" and check:
-            differences = bitwise_differences(self.reference, results(w.model, w.optimizer))
+            differences = bitwise_differences(self.reference, results(w.model, w.optimizer, copy=False))
             if loss != self.loss:
                 differences.insert(0, "loss")
             equal = not differences
@@ -293,11 +293,28 @@ class Runner:
             leaked=leaked, error=error)
 
 
+def _let_go_of_the_abandoned_graph() -> None:
+    """PyTorch frees the autograd graph of a step an exception abandoned
+    only when it next runs a backward pass (measured: all of it stays alive
+    until then, whatever holds no reference to it): run a trivial one."""
+    x = torch.zeros((), requires_grad=True)
+    (x * 1).backward()
+    gc.collect()
+
+
 def _state_storages(w: Workload) -> set[int]:
     """The storages a step leaves with its caller: the model's parameters,
-    buffers and gradients, the optimizer's state, the inputs."""
+    buffers and gradients, the optimizer's state, the inputs and the
+    tensors the loss function holds (a target)."""
+    held = []
+    for cell in getattr(w.loss, "__closure__", None) or ():
+        try:
+            if isinstance(cell.cell_contents, torch.Tensor):
+                held.append(cell.cell_contents)
+        except ValueError:  # an empty cell
+            pass
     ts = [*w.model.parameters(), *w.model.buffers(), *(p.grad for p in w.model.parameters() if p.grad is not None),
-          *(t for t in w.inputs if isinstance(t, torch.Tensor))]
+          *(t for t in w.inputs if isinstance(t, torch.Tensor)), *held]
     if w.optimizer is not None:
         ts += [v for st in w.optimizer.state.values() for v in st.values() if isinstance(v, torch.Tensor)]
     return {t.untyped_storage()._cdata for t in ts}

@@ -250,7 +250,7 @@ class DTRMode(Recorder):
         for t, u in inputs:
             s = plan.storage[u]
             storage = t.untyped_storage()
-            why = st.check_read(s, st.meta.get(u) or Meta.of(t), storage)
+            why = st.check_read(s, st.meta.get(u) or Meta.of(t), storage) if st.writes else None
             if why is not None:
                 raise OutsideRuntime(
                     f"{operator} reads {plan.trace.tensor_name(u)}, but {why}: the trace format gives each "
@@ -379,7 +379,10 @@ class DTRMode(Recorder):
                     raise OutsideRuntime(f"{op} reads an evicted tensor without making one: outside the trace")
             return self._timed(func, args, kwargs)
         self._set_trigger()
-        self._advance(plan.commands_before(ol.op), op)
+        # The lines naming its inputs and the operator itself in one go: what
+        # the engine does meanwhile never touches the constants they name
+        # (pinned at once), and the inputs' names stay as they were.
+        self._advance(plan.commands_through(ol.op), op)
         self._home_inputs(ol, new)
         fresh = {t._cdata: n for t, n in new}
         ids = [(t, self._tensor_of(t, fresh)) for t in named]
@@ -389,7 +392,6 @@ class DTRMode(Recorder):
         else:
             self.recipes[op_id] = Recipe.of(func, args, kwargs, lambda t: self._tensor_of(t, fresh),
                                             generator_state(func, args, kwargs))
-        self._advance(plan.commands_through(ol.op), op)
         instead = self._resolve_inputs(ids, op)
         if instead and not view:
             args, kwargs = _substituted(args, kwargs, instead)

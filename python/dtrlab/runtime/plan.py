@@ -74,6 +74,7 @@ class Plan:
         self.op_names = [[(names[t].rstrip("$"), t) for t in range(first, first + n)]
                          for first, n in zip(self.first_output, self.n_outputs)]
         self._records: dict[int, dict] = {}
+        self._views: dict[int, bool] = {}
 
     def record(self, i: int) -> dict:
         """Line ``i`` (0-based), decoded."""
@@ -125,8 +126,11 @@ class Plan:
 
     def is_view(self, ol: OpLines) -> bool:
         """Whether the call's outputs alias its input (an ``ALIAS 0`` line)."""
-        return any(self.record(k)["INSTRUCTION"] == "ALIAS" and self.record(k)["ALIAS"] != "-1"
-                   for k in range(ol.op + 1, ol.end))
+        v = self._views.get(ol.op)
+        if v is None:
+            v = self._views[ol.op] = any(self.record(k)["INSTRUCTION"] == "ALIAS" and self.record(k)["ALIAS"] != "-1"
+                                         for k in range(ol.op + 1, ol.end))
+        return v
 
     def check(self, recorded: list[str], start: int, end: int) -> None:
         """Recorded lines ``start:end`` must be the plan's."""

@@ -17,6 +17,7 @@ deterministic algorithms); what differs from the first run is handled here:
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -89,10 +90,15 @@ class Recipe:
             gen.set_state(saved)
 
 
+@functools.lru_cache(maxsize=None)
+def is_random(func) -> bool:
+    return torch.Tag.nondeterministic_seeded in func.tags
+
+
 def generator_state(func, args, kwargs) -> tuple[torch.Generator, torch.Tensor] | None:
     """For a random operator, the generator it draws from (one passed to it,
     else its device's default) and that generator's state now; else None."""
-    if torch.Tag.nondeterministic_seeded not in func.tags:
+    if not is_random(func):
         return None
     gen = next((a for a in [*args, *kwargs.values()] if isinstance(a, torch.Generator)), None)
     if gen is None:

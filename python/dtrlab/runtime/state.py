@@ -54,23 +54,33 @@ def _state_tensors(model: torch.nn.Module) -> list[torch.Tensor]:
     return out
 
 
-def results(model: torch.nn.Module, optimizer: torch.optim.Optimizer | None) -> dict[str, torch.Tensor]:
-    """Copies of what a step leaves behind, by name: every parameter and
-    buffer, every gradient, and the optimizer's state tensors."""
+def results(model: torch.nn.Module, optimizer: torch.optim.Optimizer | None,
+            copy: bool = True) -> dict[str, torch.Tensor]:
+    """What a step leaves behind, by name: every parameter and buffer, every
+    gradient, and the optimizer's state tensors; copies, unless ``copy`` is
+    False (the tensors themselves, to compare with at once)."""
     out = {}
+    keep = (lambda t: t.detach().clone()) if copy else (lambda t: t.detach())
     with torch.no_grad():
         for name, t in [*model.named_parameters(), *model.named_buffers()]:
-            out[f"state:{name}"] = t.detach().clone()
+            out[f"state:{name}"] = keep(t)
         for name, p in model.named_parameters():
             if p.grad is not None:
-                out[f"grad:{name}"] = p.grad.detach().clone()
+                out[f"grad:{name}"] = keep(p.grad)
         if optimizer is not None:
             names = {id(p): n for n, p in model.named_parameters()}
             for p, st in optimizer.state.items():
                 for key, v in sorted(st.items()):
                     if isinstance(v, torch.Tensor):
-                        out[f"optimizer:{names.get(id(p), '?')}:{key}"] = v.detach().clone()
+                        out[f"optimizer:{names.get(id(p), '?')}:{key}"] = keep(v)
     return out
+
+
+def _bytes(t: torch.Tensor) -> torch.Tensor:
+    """A tensor's bytes (NaNs compare by their bits this way)."""
+    if not t.numel():
+        return t
+    return (t if t.is_contiguous() else t.contiguous()).reshape(-1).view(torch.uint8)
 
 
 def bitwise_differences(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> list[str]:
@@ -78,9 +88,7 @@ def bitwise_differences(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) 
     bad = sorted(set(a) ^ set(b))
     for k in sorted(set(a) & set(b)):
         x, y = a[k], b[k]
-        same = (x.dtype == y.dtype and x.shape == y.shape
-                and torch.equal(x.reshape(-1).view(torch.uint8) if x.numel() else x,
-                                y.reshape(-1).view(torch.uint8) if y.numel() else y))
+        same = x.dtype == y.dtype and x.shape == y.shape and torch.equal(_bytes(x), _bytes(y))
         if not same:
             bad.append(k)
     return bad
