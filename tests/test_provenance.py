@@ -114,3 +114,26 @@ def test_verify_against_a_reference_fails_on_a_difference(tmp_path, capsys):
     assert "differs    document results/f.pdf" in out and "1 of 1 data artifacts identical" in out
     assert main(["verify", str(ours), "--against", str(_manifest(tmp_path / "c2.json", "c2", {}))]) == 1
     assert "runs of different configurations are not compared" in capsys.readouterr().err
+
+
+def test_a_measurement_may_differ_from_the_reference_and_data_beside_it_may_not(tmp_path, capsys):
+    from dtrlab.cli import main
+
+    folder = tmp_path / "results" / "runtime" / "measured"
+    folder.mkdir(parents=True)
+    (folder / "unet.parquet").write_text("times")
+    (tmp_path / "results" / "runtime" / "decisions.parquet").write_text("decisions")
+    files = {p: provenance.sha256_file(tmp_path / p) for p in
+             ("results/runtime/measured/unet.parquet", "results/runtime/decisions.parquet")}
+    ours = tmp_path / "results" / "MANIFEST.json"
+    ours.write_text(json.dumps({"config_sha256": "c", "artifacts": [
+        {"path": p, "sha256": d, "bytes": (tmp_path / p).stat().st_size} for p, d in files.items()]}))
+    measured_elsewhere = _manifest(tmp_path / "m.json", "c", {**files, "results/runtime/measured/unet.parquet": "0" * 64})
+    assert main(["verify", str(ours), "--against", str(measured_elsewhere)]) == 0
+    out = capsys.readouterr().out
+    assert "differs    measured results/runtime/measured/unet.parquet" in out
+    assert "0 of 1 measurements identical" in out and "1 of 1 data artifacts identical" in out
+    decided_elsewhere = _manifest(tmp_path / "d.json", "c", {**files, "results/runtime/decisions.parquet": "0" * 64})
+    assert main(["verify", str(ours), "--against", str(decided_elsewhere)]) == 1
+    # (A folder named like it, not a file: "measured" in a file name is data.)
+    assert not provenance.Comparison("results/measured.parquet", "differs").acceptable

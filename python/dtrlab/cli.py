@@ -280,19 +280,23 @@ def cmd_verify(args) -> int:
 
 def _against(manifest: str, reference: str) -> int:
     """Artifact by artifact against a reference run; 1 if any data artifact
-    differs, is missing or is extra (documents may differ: see
-    provenance.DOCUMENT_SUFFIXES)."""
+    differs, is missing or is extra (documents and measurements may differ:
+    see provenance.DOCUMENT_SUFFIXES and MEASURED_FOLDER)."""
     rows = provenance.compare(manifest, reference)
     for r in rows:
         label = r.status.upper() if not r.acceptable else r.status
-        print(f"{label:<10} {'document' if r.document else 'data':<8} {r.path}")
-    counts = Counter((r.status, r.document) for r in rows)
-    data_same, docs_same = counts[("identical", False)], counts[("identical", True)]
-    print(f"against {reference}: {data_same} of {sum(not r.document for r in rows)} data artifacts identical, "
-          f"{docs_same} of {sum(r.document for r in rows)} documents identical")
+        print(f"{label:<10} {r.kind:<8} {r.path}")
+    counts = Counter((r.status, r.kind) for r in rows)
+    total = Counter(r.kind for r in rows)
+    print(f"against {reference}: {counts[('identical', 'data')]} of {total['data']} data artifacts identical, "
+          f"{counts[('identical', 'document')]} of {total['document']} documents identical"
+          + (f", {counts[('identical', 'measured')]} of {total['measured']} measurements identical"
+             if total["measured"] else ""))
     if any(r.document and r.status == "differs" for r in rows):
         print("documents (figures, the paper) may differ: they also depend on the matplotlib and TeX Live "
               "versions, and the paper names the commit it was built from")
+    if any(r.measurement and r.status == "differs" for r in rows):
+        print("measurements (results/runtime/measured: wall-clock times, measured bytes) differ from run to run")
     bad = [r for r in rows if not r.acceptable]
     if bad:
         print(f"{len(bad)} artifacts differ from the reference or are missing from one run", file=sys.stderr)

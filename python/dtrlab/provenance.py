@@ -174,6 +174,12 @@ def read_manifest(manifest_path: str | os.PathLike) -> dict:
 #: while every data artifact (traces, tables, results, macros) stays identical.
 DOCUMENT_SUFFIXES = (".pdf", ".png")
 
+#: Artifacts that hold measurements (wall-clock times, measured bytes, what a
+#: runtime measuring its memory decided): a folder named ``measured`` (the
+#: real runtime's, ``results/runtime/measured/``). They are hashed and
+#: verified like any artifact, but across runs they differ by nature.
+MEASURED_FOLDER = "measured"
+
 
 @dataclass(frozen=True)
 class Comparison:
@@ -189,9 +195,18 @@ class Comparison:
         return self.path.endswith(DOCUMENT_SUFFIXES)
 
     @property
+    def measurement(self) -> bool:
+        return MEASURED_FOLDER in Path(self.path).parts[:-1]
+
+    @property
+    def kind(self) -> str:
+        return "measured" if self.measurement else "document" if self.document else "data"
+
+    @property
     def acceptable(self) -> bool:
-        """Identical, or a document that differs (see :data:`DOCUMENT_SUFFIXES`)."""
-        return self.status == "identical" or (self.status == "differs" and self.document)
+        """Identical, or a document or measurement that differs (see
+        :data:`DOCUMENT_SUFFIXES`, :data:`MEASURED_FOLDER`)."""
+        return self.status == "identical" or (self.status == "differs" and (self.document or self.measurement))
 
 
 def compare(manifest_path: str | os.PathLike, reference_path: str | os.PathLike) -> list[Comparison]:
