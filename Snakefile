@@ -27,6 +27,7 @@ include: "workflow/rules/baselines.smk"
 include: "workflow/rules/experiments.smk"
 include: "workflow/rules/atlas.smk"
 include: "workflow/rules/capture.smk"
+include: "workflow/rules/runtime.smk"
 include: "workflow/rules/paper.smk"
 include: "workflow/rules/provenance.smk"
 

@@ -141,7 +141,9 @@ def test_a_float_taller_than_the_page_fails_the_build(tmp_path):
 # ----- the compiled paper, from the shared end-to-end run (conftest `run`) ---
 
 def test_every_generated_macro_used_in_the_text_is_defined(run):
-    defined = macros.defined((run / "results/paper/macros.tex").read_text())
+    # (Every macros file of the layout: the paper's, and the real runtime's measured one.)
+    defined = set().union(*(macros.defined((run / "results" / g.path).read_text())
+                            for dest, g in paper.LAYOUT.items() if dest.endswith("macros.tex")))
     used = set(re.findall(r"\\([A-Z][A-Za-z]+)", body(MAIN)))
     assert used, "the text uses no generated macro?"
     assert used <= defined, f"undefined: {sorted(used - defined)}"

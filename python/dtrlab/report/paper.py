@@ -42,6 +42,10 @@ LAYOUT: dict[str, Generated] = {
        for name in ("baselines", "lstm_points", "reeviction", "forensics", "ablation", "claims_check",
                     "atlas_summary", "compare")},
     "tables/holes.tex": Generated("atlas/holes.tex", "atlas_report"),
+    # In a real runtime: measured, so under runtime/measured/ (see dtrlab.provenance.MEASURED).
+    "runtime_macros.tex": Generated("runtime/measured/macros.tex", "runtime_report"),
+    "tables/runtime.tex": Generated("runtime/measured/runtime.tex", "runtime_report"),
+    "figures/runtime.pdf": Generated("runtime/measured/runtime.pdf", "runtime_report"),
 }
 
 

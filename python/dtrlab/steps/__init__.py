@@ -4,7 +4,7 @@ A rule declares its inputs, outputs and params by name and runs
 ``workflow/scripts/step.py``, which hands them to the step of the same name
 as a :class:`Step` (``step.input.trace``, ``step.params.ratios``): nothing is
 passed by position or as a JSON string. The modules follow the rule files
-(``data``, ``baselines``, ``experiments``, ``atlas``, ``capture``, ``paper``; the
+(``data``, ``baselines``, ``experiments``, ``atlas``, ``capture``, ``runtime``, ``paper``; the
 manifests of ``provenance.smk`` in ``manifests``).
 
 :func:`run` is the one place that records provenance: before a step writes
@@ -34,6 +34,7 @@ MODULES: dict[str, tuple[str, ...]] = {
                     "c5_ablation", "c6_determinism", "claims", "claims_check"),
     "atlas": ("atlas_chunk", "atlas_trace", "atlas_report"),
     "capture": ("capture_trace", "compare_refine", "compare"),
+    "runtime": ("runtime_study", "runtime_report"),
     "paper": ("paper_tables", "paper_macros", "paper"),
     "manifests": ("manifest", "atlas_manifest"),
 }
