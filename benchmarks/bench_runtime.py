@@ -1,0 +1,134 @@
+"""Runtime benchmark: what the real runtime (dtrlab.runtime) costs beyond the
+operators themselves, against the no-op dispatch baseline, and the engine's
+time per decision against a batch replay's.
+
+For each workload: the no-op baseline (a dispatch mode that only runs each
+operator) and the runtime at each budget, ``--rounds`` rounds taking them in
+turn (so that a drifting machine moves them alike); each figure is the
+median of its rounds, with the range.
+
+- bookkeeping per call = (runtime wall - operators - recomputation - engine
+  - (baseline wall - baseline operators)) / operator calls: the runtime's
+  own Python, beyond what any dispatch mode pays. Target: <= 50 us.
+- engine per command, runtime = engine time / schedule commands; batch =
+  one ``simulate`` of the plan at the same budget / commands. Target:
+  within 2x.
+
+    python benchmarks/bench_runtime.py                     # every workload, 5 rounds
+    python benchmarks/bench_runtime.py --only unet --rounds 3
+
+Writes benchmarks/out/runtime.{json,md} (date, commit, machine, figures).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import subprocess
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import torch
+
+from dtrlab import engine, runtime
+from dtrlab.runtime import workloads
+
+#: Workload -> (sizes, budgets as fractions of the plan's peak).
+WORKLOADS = {
+    "unet": ({"batch": 4, "size": 64}, [1.0, 0.9]),
+    "resnet50": ({"batch": 2}, [1.0, 0.8]),
+    "lstm_lm": ({"batch": 32, "tokens": 20}, [1.0, 0.8]),
+    "lstm_2020": ({}, [1.0, 0.5]),
+    "resnet32_2020": ({}, [1.0, 0.6]),
+}
+
+
+def commit() -> str:
+    try:
+        return subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=12"], capture_output=True,
+                              text=True, check=True, cwd=Path(__file__).parent).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def spread(values: list[float]) -> dict:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+def bench(name: str, sizes: dict, ratios: list[float], rounds: int) -> list[dict]:
+    r = runtime.Runner(workloads.make(name, sizes), optimizer_step=False)
+    n_commands = r.trace._native.n_commands
+    r.run(ratio=ratios[0], check=False, poll_allocator=False)  # (warm-up)
+    samples: dict[float, list[dict]] = {x: [] for x in ratios}
+    bases = []
+    for _ in range(rounds):
+        bases.append(r.baseline())
+        for x in ratios:
+            run = r.run(ratio=x, check=False, poll_allocator=False)
+            t0 = time.perf_counter_ns()
+            engine.simulate(r.trace, ratio=x, events=True)
+            batch = time.perf_counter_ns() - t0
+            samples[x].append({"run": run, "batch": batch})
+    rows = []
+    dispatch = [b["wall"] - b["operators"] for b in bases]
+    for x in ratios:
+        ss = samples[x]
+        calls = ss[0]["run"].calls
+        own = [(s["run"].timing["wall"] - s["run"].timing["operators"] - s["run"].timing["recompute"]
+                - s["run"].timing["engine"] - d) / calls / 1e3 for s, d in zip(ss, dispatch)]
+        rows.append({
+            "workload": name, "ratio": x, "status": ss[0]["run"].status, "calls": calls, "commands": n_commands,
+            "evictions": ss[0]["run"].result.evictions,
+            "bookkeeping_us_per_call": spread(own),
+            "dispatch_baseline_us_per_call": spread([d / calls / 1e3 for d in dispatch]),
+            "engine_ns_per_command": spread([s["run"].timing["engine"] / n_commands for s in ss]),
+            "batch_ns_per_command": spread([s["batch"] / n_commands for s in ss]),
+            "wall_ms": spread([s["run"].timing["wall"] / 1e6 for s in ss]),
+            "recompute_ms": spread([s["run"].timing["recompute"] / 1e6 for s in ss]),
+        })
+    return rows
+
+
+def table(rows: list[dict]) -> str:
+    lines = ["| workload | budget | status | calls | evictions | bookkeeping µs/call | no-op dispatch µs/call | "
+             "engine ns/command (runtime) | (batch replay) | ratio | wall ms |",
+             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        b, e, s = r["bookkeeping_us_per_call"], r["engine_ns_per_command"], r["batch_ns_per_command"]
+        lines.append(f"| {r['workload']} | {r['ratio']:g} | {r['status']} | {r['calls']:,} | {r['evictions']:,} | "
+                     f"{b['median']:.0f} ({b['min']:.0f}–{b['max']:.0f}) | "
+                     f"{r['dispatch_baseline_us_per_call']['median']:.0f} | {e['median']:.0f} | {s['median']:.0f} | "
+                     f"{e['median'] / s['median']:.2f}x | {r['wall_ms']['median']:.0f} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--only", nargs="*", choices=sorted(WORKLOADS), default=None)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--out", default=str(Path(__file__).parent / "out" / "runtime"))
+    args = ap.parse_args()
+    rows = []
+    with runtime.deterministic(1):
+        for name in args.only or WORKLOADS:
+            sizes, ratios = WORKLOADS[name]
+            rows += bench(name, sizes, ratios, args.rounds)
+            print(table([r for r in rows if r["workload"] == name]), flush=True)
+    meta = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "commit": commit(),
+            "machine": f"{platform.machine()}, {platform.processor() or platform.system()}, "
+                       f"{torch.get_num_threads()} thread(s) of {__import__('os').cpu_count()} cores",
+            "torch": torch.__version__, "rounds": args.rounds}
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
+    text = (f"# Runtime benchmark\n\n{meta['date']}, commit `{meta['commit']}`, {meta['machine']}, torch "
+            f"{meta['torch']}; median of {args.rounds} rounds (range).\n\n" + table(rows))
+    out.with_suffix(".md").write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
