@@ -35,6 +35,15 @@ def _add_trace_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
+def _add_policy_args(p: argparse.ArgumentParser, heuristic_help: str, cap_help: str) -> None:
+    """--heuristic, and --cap or --no-cap."""
+    p.add_argument("--heuristic", default=engine.DEFAULT_HEURISTIC, choices=engine.HEURISTICS, metavar="H",
+                   help=heuristic_help + " (default %(default)s)")
+    caps = p.add_mutually_exclusive_group()
+    caps.add_argument("--cap", type=float, default=engine.DEFAULT_CAP, help=cap_help + " (default %(default)s)")
+    caps.add_argument("--no-cap", action="store_true", help="no overhead cap")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dtrlab", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action="version", version=f"dtrlab engine {engine.ENGINE_VERSION}")
@@ -45,12 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     size = sim.add_mutually_exclusive_group(required=True)
     size.add_argument("--ratio", type=float, help="budget as a fraction of the baseline peak")
     size.add_argument("--budget", type=int, help="budget in bytes")
-    sim.add_argument("--heuristic", default=engine.DEFAULT_HEURISTIC, choices=engine.HEURISTICS, metavar="H",
-                     help="eviction heuristic (simrd's names; default %(default)s)")
-    caps = sim.add_mutually_exclusive_group()
-    caps.add_argument("--cap", type=float, default=engine.DEFAULT_CAP,
-                      help="overhead cap: stop as 'thrashed' past cap x compute (default %(default)s)")
-    caps.add_argument("--no-cap", action="store_true", help="no overhead cap")
+    _add_policy_args(sim, "eviction heuristic, by simrd's names", "overhead cap: stop as 'thrashed' past cap x compute")
     sim.add_argument("--seed", type=int, default=None, help="seed of RandomStorage (default 0)")
     sim.add_argument("--retain", type=_retain_list, default=[], metavar="ID,...",
                      help="storage ids never evicted (a causal intervention)")
@@ -80,12 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_trace_args(at)
     at.add_argument("--lo", type=float, required=True, help="lowest budget, as a fraction of the baseline peak")
     at.add_argument("--hi", type=float, required=True, help="highest budget, as a fraction of the baseline peak")
-    at.add_argument("--heuristic", default=engine.DEFAULT_HEURISTIC, choices=engine.HEURISTICS, metavar="H",
-                    help="eviction heuristic (default %(default)s)")
-    atcap = at.add_mutually_exclusive_group()
-    atcap.add_argument("--cap", type=float, default=engine.DEFAULT_CAP,
-                       help="overhead cap of every run (default %(default)s)")
-    atcap.add_argument("--no-cap", action="store_true", help="no overhead cap")
+    _add_policy_args(at, "eviction heuristic", "overhead cap of every run")
     # The workflow's settings (the schema's atlas defaults); 0 lifts a limit.
     limits = _DEFAULTS["atlas"]
     at.add_argument("--max-runs", type=int, default=limits["max_runs"],
@@ -130,12 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
     size.add_argument("--ratio", type=float, help="budget as a fraction of the step's peak (its plan's baseline)")
     size.add_argument("--budget", type=int, help="budget in bytes")
     rt.add_argument("--batch", type=int, default=None, help="batch size (default: the model's own)")
-    rt.add_argument("--heuristic", default=engine.DEFAULT_HEURISTIC, choices=engine.HEURISTICS, metavar="H",
-                    help="eviction heuristic (default %(default)s)")
-    rcaps = rt.add_mutually_exclusive_group()
-    rcaps.add_argument("--cap", type=float, default=engine.DEFAULT_CAP,
-                       help="overhead cap: stop as 'thrashed' past cap x compute (default %(default)s)")
-    rcaps.add_argument("--no-cap", action="store_true", help="no overhead cap")
+    _add_policy_args(rt, "eviction heuristic", "overhead cap: stop as 'thrashed' past cap x compute")
     rt.add_argument("--trigger", choices=("model", "ledger", "allocator"), default="model",
                     help="what the budget is checked against: the engine's bytes (model: every decision the "
                          "simulator's), the runtime's ledger, or the C allocator's bytes (default %(default)s)")

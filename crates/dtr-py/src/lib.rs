@@ -110,9 +110,8 @@ pub(crate) fn to_py_err(e: core::EngineError) -> PyErr {
     }
 }
 
-/// Run `f` without the GIL; a panic becomes `EngineError`.
-fn guarded<T: Send>(py: Python<'_>, f: impl FnOnce() -> Result<T, core::EngineError> + Send) -> PyResult<T> {
-    let out = py.allow_threads(|| catch_unwind(AssertUnwindSafe(f)));
+/// An engine call's outcome: its error mapped, a panic made `EngineError`.
+fn unwound<T>(out: std::thread::Result<Result<T, core::EngineError>>) -> PyResult<T> {
     match out {
         Ok(r) => r.map_err(to_py_err),
         Err(payload) => {
@@ -124,6 +123,16 @@ fn guarded<T: Send>(py: Python<'_>, f: impl FnOnce() -> Result<T, core::EngineEr
             Err(EngineError::new_err(format!("internal engine error (please report): {msg}")))
         }
     }
+}
+
+/// Run `f` without the GIL; a panic becomes `EngineError`.
+fn guarded<T: Send>(py: Python<'_>, f: impl FnOnce() -> Result<T, core::EngineError> + Send) -> PyResult<T> {
+    unwound(py.allow_threads(|| catch_unwind(AssertUnwindSafe(f))))
+}
+
+/// Run `f` keeping the GIL (a short call); a panic becomes `EngineError`.
+pub(crate) fn caught<T>(f: impl FnOnce() -> Result<T, core::EngineError>) -> PyResult<T> {
+    unwound(catch_unwind(AssertUnwindSafe(f)))
 }
 
 /// A parsed trace, shared by every replay; its baseline is computed once.

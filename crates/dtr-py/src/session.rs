@@ -7,11 +7,10 @@
 //! (`unsendable`: another thread gets an exception, never a crash). Its
 //! calls are short and keep the GIL; a panic is still an exception.
 
-use crate::{to_py_err, EngineError, Trace};
+use crate::{caught, Trace};
 use dtr_core as core;
 use pyo3::prelude::*;
 use pyo3::types::PyType;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use crate::result::{Inputs, RunResult};
@@ -46,21 +45,6 @@ pub struct Session {
     run: Option<Inputs>,
     /// Events already handed out by `advance`.
     delivered: usize,
-}
-
-/// Run `f` with panics caught (an engine bug becomes `EngineError`).
-fn caught<T>(f: impl FnOnce() -> Result<T, core::EngineError>) -> PyResult<T> {
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(r) => r.map_err(to_py_err),
-        Err(payload) => {
-            let msg = payload
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_else(|| "unknown panic".into());
-            Err(EngineError::new_err(format!("internal engine error (please report): {msg}")))
-        }
-    }
 }
 
 fn status_name(p: core::Progress) -> &'static str {
