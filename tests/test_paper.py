@@ -233,3 +233,14 @@ def test_a_figure_target_builds_in_isolation_through_papermill(tmp_path):
     assert (figs / "lstm_regimes.pdf").read_bytes()[:5] == b"%PDF-"
     assert (tmp_path / "results/notebooks/lstm_regimes.ipynb").exists()
     assert not (tmp_path / "results/atlas").exists() and not (tmp_path / "results/paper").exists()
+
+
+@pytest.mark.parametrize("supported", [True, False])
+def test_the_abstracts_ablation_sentence_reads_both_ways(supported):
+    c5 = {"variants_tested": ["a"], "switching_variants": [], "inverting_variants": [], "statement": "s.",
+          "joint_size_staleness_supported": supported}
+    verb = macros.ablation(c5, pd.DataFrame({"heuristic": ["DTR"]}))["AblationSupported"]
+    sentence = re.search(r"the ablation \\AblationSupported\{\} support blaming", MAIN)
+    assert sentence, "the abstract's sentence changed"
+    text = sentence.group(0).replace(r"\AblationSupported{}", verb)
+    assert text == ("the ablation does support blaming" if supported else "the ablation does not support blaming")

@@ -169,7 +169,8 @@ def ablation(c5: dict, table: pd.DataFrame) -> dict[str, str]:
         "AblationSwitching": quoted(c5["switching_variants"]),
         "AblationSwitchingCount": integer(len(c5["switching_variants"])),
         "AblationInverting": quoted(c5["inverting_variants"]),
-        "AblationSupported": "do" if c5["joint_size_staleness_supported"] else "do not",
+        # The verb of the abstract's "the ablation ... support": both ways grammatical.
+        "AblationSupported": "does" if c5["joint_size_staleness_supported"] else "does not",
         "AblationStatement": escape(c5["statement"]),
     }
 
