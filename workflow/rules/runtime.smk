@@ -47,9 +47,15 @@ rule runtime_study:
 
 rule runtime_report:
     input:
-        decisions=expand(rules.runtime_study.output.decisions, workload=RUNTIME["workloads"]),
-        measured=expand(rules.runtime_study.output.measured, workload=RUNTIME["workloads"]),
-        summaries=expand(rules.runtime_study.output.summary, workload=RUNTIME["workloads"]),
+        decisions=expand(
+            rules.runtime_study.output.decisions, workload=RUNTIME["workloads"]
+        ),
+        measured=expand(
+            rules.runtime_study.output.measured, workload=RUNTIME["workloads"]
+        ),
+        summaries=expand(
+            rules.runtime_study.output.summary, workload=RUNTIME["workloads"]
+        ),
         sweeps=expand(rules.runtime_study.output.sweep, workload=RUNTIME["workloads"]),
     output:
         parquet=f"{RESULTS}/runtime/measured/summary.parquet",
