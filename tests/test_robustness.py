@@ -109,6 +109,8 @@ def test_engine_panic_becomes_an_exception():
         (dict(budget=2**64), r"budget must be in \[0, "),
         (dict(ratio=0.0), "ratio must be > 0"),
         (dict(ratio=float("inf")), "ratio must be a finite number"),
+        (dict(ratio=10**400), "ratio must be a finite number"),
+        (dict(ratio=0.5, cap=10**400), "cap must be a finite number"),
         (dict(ratio=0.5, cap=0), "cap must be > 1"),
         (dict(ratio=0.5, cap=-1), "cap must be > 1"),
         (dict(ratio=0.5, cap=0.5), "cap must be > 1"),
@@ -144,6 +146,16 @@ def test_bad_arguments_are_value_errors(kwargs, message, load):
 def test_arguments_of_the_wrong_type_are_type_errors(kwargs, message, load):
     with pytest.raises(TypeError, match=message):
         dtrlab.simulate(load("unet"), **kwargs)
+
+
+@pytest.mark.parametrize("method", ["tensor_name", "storage_of", "storage_size", "op_name_of"])
+@pytest.mark.parametrize("index, error", [(-1, ValueError), (2**32, ValueError), (10**9, ValueError),
+                                          (1.0, TypeError), ("3", TypeError)])
+def test_a_trace_lookup_out_of_range_is_a_clear_error(method, index, error, load):
+    """Never an OverflowError from the binding's unsigned conversion."""
+    with pytest.raises(error) as info:
+        getattr(load("unet"), method)(index)
+    assert not isinstance(info.value, OverflowError)
 
 
 def test_a_replay_stops_at_its_memory_limit_with_engine_error(load):

@@ -35,7 +35,10 @@ def real(name: str, value, lo: float, lo_open: bool = False, allow_inf: bool = F
     """A finite real number above ``lo`` (``+inf`` too if ``allow_inf``)."""
     if isinstance(value, bool) or not isinstance(value, Real):
         raise BadArgumentType(f"{name} must be a number, not {type(value).__name__} ({value!r})")
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:  # an int too large for a float, e.g. 10**400
+        raise BadArgument(f"{name} must be a finite number, got an integer of {int(value).bit_length()} bits") from None
     if math.isnan(value) or (math.isinf(value) and not (allow_inf and value > 0)):
         raise BadArgument(f"{name} must be a finite number, got {value}")
     if value < lo or (lo_open and value == lo):

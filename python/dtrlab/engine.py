@@ -92,16 +92,16 @@ class Trace:
         return self._native.n_tensors
 
     def tensor_name(self, tensor_id: int) -> str:
-        return self._native.tensor_name(tensor_id)
+        return self._native.tensor_name(arguments.integer("tensor_id", tensor_id, 0, arguments.U32))
 
     def storage_of(self, tensor_id: int) -> int:
-        return self._native.storage_of(tensor_id)
+        return self._native.storage_of(arguments.integer("tensor_id", tensor_id, 0, arguments.U32))
 
     def storage_size(self, storage_id: int) -> int:
-        return self._native.storage_size(storage_id)
+        return self._native.storage_size(arguments.integer("storage_id", storage_id, 0, arguments.U32))
 
     def op_name_of(self, tensor_id: int) -> str:
-        return self._native.op_name_of(tensor_id)
+        return self._native.op_name_of(arguments.integer("tensor_id", tensor_id, 0, arguments.U32))
 
     def __repr__(self) -> str:
         return f"Trace({self.name!r}, ops={self.n_ops}, start={self.start})"
