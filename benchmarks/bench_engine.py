@@ -10,7 +10,7 @@ parsing and the baseline are included in the time, as in a real call.
     DTRLAB_SIMRD=/path/to/dtr-prototype python benchmarks/bench_engine.py
     python benchmarks/bench_engine.py --only resnet32_sweep --repeat 3
 
-Writes benchmarks/out/engine.json and prints a Markdown table.
+Writes benchmarks/out/engine.json and its section of benchmarks/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -18,11 +18,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import records
 
 WORKLOADS = {
     "lstm_0.264": ("lstm", [0.264]),
@@ -84,14 +85,16 @@ def main() -> int:
                        speedup=round(ref["seconds"] / best["seconds"], 1))
         rows.append(row)
         print(f"[bench] {json.dumps({k: v for k, v in row.items() if k != 'statuses'})}", file=sys.stderr, flush=True)
-    meta = {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count()}
+    meta = records.meta(repeat=args.repeat)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
-    print("| workload | points | native (s) | native peak RSS (MB) | simrd (s) | speed-up |")
-    print("|---|---:|---:|---:|---:|---:|")
-    for r in rows:
-        print(f"| {r['workload']} | {r['points']} | {r['native_s']} | {r['native_rss_mb']} | "
-              f"{r.get('simrd_s', '-')} | {r.get('speedup', '-')} |")
+    lines = ["| workload | points | native (s) | native peak RSS (MB) | simrd (s) | speed-up |",
+             "|---|---:|---:|---:|---:|---:|"]
+    lines += [f"| {r['workload']} | {r['points']} | {r['native_s']} | {r['native_rss_mb']} | "
+              f"{r.get('simrd_s', '-')} | {r.get('speedup', '-')} |" for r in rows]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    records.record("engine", "Engine: the paper's points, native and simrd", meta, text)
     return 0
 
 

@@ -17,22 +17,20 @@ median of its rounds, with the range.
     python benchmarks/bench_runtime.py                     # every workload, 5 rounds
     python benchmarks/bench_runtime.py --only unet --rounds 3
 
-Writes benchmarks/out/runtime.{json,md} (date, commit, machine, figures).
+Writes benchmarks/out/runtime.{json,md} and its section of benchmarks/RESULTS.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
-import subprocess
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import torch
 
+import records
 from dtrlab import engine, runtime
 from dtrlab.runtime import workloads
 
@@ -44,14 +42,6 @@ WORKLOADS = {
     "lstm_2020": ({}, [1.0, 0.5]),
     "resnet32_2020": ({}, [1.0, 0.6]),
 }
-
-
-def commit() -> str:
-    try:
-        return subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=12"], capture_output=True,
-                              text=True, check=True, cwd=Path(__file__).parent).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def spread(values: list[float]) -> dict:
@@ -117,16 +107,14 @@ def main() -> None:
             sizes, ratios = WORKLOADS[name]
             rows += bench(name, sizes, ratios, args.rounds)
             print(table([r for r in rows if r["workload"] == name]), flush=True)
-    meta = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "commit": commit(),
-            "machine": f"{platform.machine()}, {platform.processor() or platform.system()}, "
-                       f"{torch.get_num_threads()} thread(s) of {__import__('os').cpu_count()} cores",
-            "torch": torch.__version__, "rounds": args.rounds}
+    meta = records.meta(threads=f"{torch.get_num_threads()} torch thread(s)", torch=torch.__version__,
+                        rounds=args.rounds)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
-    text = (f"# Runtime benchmark\n\n{meta['date']}, commit `{meta['commit']}`, {meta['machine']}, torch "
-            f"{meta['torch']}; median of {args.rounds} rounds (range).\n\n" + table(rows))
+    text = f"Median of {args.rounds} rounds (range).\n\n" + table(rows)
     out.with_suffix(".md").write_text(text)
+    records.record("runtime", "Runtime: bookkeeping and engine time per decision", meta, text)
     print(text)
 
 

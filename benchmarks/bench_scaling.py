@@ -30,7 +30,7 @@ time limit, side by side.
     python benchmarks/bench_scaling.py --axis regimes --no-simrd
     python benchmarks/bench_scaling.py --limit 600          # seconds per point
 
-Writes benchmarks/out/scaling.{json,md,png}.
+Writes benchmarks/out/scaling.{json,md,png} and its section of benchmarks/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -39,12 +39,13 @@ import argparse
 import json
 import math
 import os
-import platform
 import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+import records
 
 DEPTHS = [1_000, 3_000, 10_000, 30_000, 100_000, 300_000, 1_000_000]
 RATIOS = [0.10, 0.15, 0.20, 0.25, 0.30, 0.50]
@@ -424,13 +425,13 @@ def main() -> int:
     fits = summarize(chain, evictions)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
-            "limit_s": args.limit}
+    meta = records.meta(limit_s=args.limit)
     out.with_suffix(".json").write_text(json.dumps({"meta": meta, "regimes": regimes, "chain": chain,
                                                     "evictions": evictions, "slopes": fits}, indent=1) + "\n")
     text = markdown(chain, evictions, fits, regimes)
     out.with_suffix(".md").write_text(text)
     figure(chain, evictions, out.with_suffix(".png"))
+    records.record("scaling", "Scaling: chain depth, evictions, regimes", meta, text)
     print(text)
     return 0
 

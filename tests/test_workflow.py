@@ -140,7 +140,7 @@ def test_the_schema_knows_every_heuristic_of_the_engine(schema):
 @pytest.mark.parametrize(
     "override",
     [
-        # The README's own examples, as a shell passes them.
+        # docs/WORKFLOW.md's own examples, as a shell passes them.
         ["traces=[lstm,resnet32]"],
         ['atlas={"traces": [resnet32, lstm]}'],
         ['experiments={"chunk_size": 4}'],
@@ -415,7 +415,7 @@ def test_the_lock_pins_every_dependency_within_the_declared_bounds():
 def test_no_rule_declares_an_environment_it_could_not_build():
     """`--use-conda` would build environment.yml once per rule from a copy under
     .snakemake/conda/, where its `-e .` line no longer names this checkout; so
-    no rule declares one (see the README's "Environments")."""
+    no rule declares one (see docs/WORKFLOW.md, "Environments")."""
     rules = sorted((REPO / "workflow" / "rules").glob("*.smk")) + [REPO / "Snakefile"]
     offenders = [p.name for p in rules if re.search(r"^\s+(conda|container):", p.read_text(), re.M)]
     assert rules and not offenders, offenders
