@@ -244,3 +244,90 @@ def test_the_abstracts_ablation_sentence_reads_both_ways(supported):
     assert sentence, "the abstract's sentence changed"
     text = sentence.group(0).replace(r"\AblationSupported{}", verb)
     assert text == ("the ablation does support blaming" if supported else "the ablation does not support blaming")
+
+
+#: Every macro that yields one of two words, with the inputs giving each.
+TWO_WAY = {
+    "AblationSupported": [macros.ablation({"variants_tested": ["a"], "switching_variants": [], "inverting_variants": [],
+                                            "statement": "s.", "joint_size_staleness_supported": v},
+                                           pd.DataFrame({"heuristic": ["DTR"]}))["AblationSupported"]
+                          for v in (True, False)],
+    "DeterminismVerdict": [macros.determinism({"points": [{"repeats": 3}], "identical": v})["DeterminismVerdict"]
+                           for v in (True, False)],
+}
+#: What a wrong verb form or a stray word looks like once a macro is in place.
+FAULTS = [r"\b(\w+) \1\b", r"\bdoes do\b", r"\bdo does\b", r"\bdoes (not )?\w+s\b(?<!\bdoes)", r"\bnot not\b",
+          r"\bnot identical identical\b"]
+
+
+def sentences_using(macro: str, tex: str) -> list[str]:
+    text = " ".join(body(tex).split())
+    return [s for s in re.split(r"(?<=[.!?])\s+(?=[A-Z\\])", text) if f"\\{macro}" in s]
+
+
+@pytest.mark.parametrize("macro", sorted(TWO_WAY))
+def test_every_two_way_sentence_reads_both_ways(macro):
+    """Each sentence using a two-way macro is rendered with both of its values:
+    no doubled word, no "does do", no "does supports" in either."""
+    found = sentences_using(macro, MAIN)
+    assert found, f"\\{macro} is no longer used in the text"
+    assert len(set(TWO_WAY[macro])) == 2
+    for value in TWO_WAY[macro]:
+        for s in found:
+            rendered = re.sub(rf"\\{macro}(\{{\}})?", value, s)
+            bad = [f for f in FAULTS if re.search(f, rendered)]
+            assert not bad, f"with \\{macro} = {value!r}: {rendered!r} matches {bad}"
+
+
+def test_the_two_way_check_catches_the_old_abstract():
+    old = r"\begin{document} and the ablation does \AblationSupported{} support blaming it. \end{document}"
+    s = sentences_using("AblationSupported", old)
+    assert any(re.search(f, re.sub(r"\\AblationSupported\{\}", "does not", s[0])) for f in FAULTS)
+
+
+#: How the appendix's first page opens (main.tex: \appendix after \clearpage).
+APPENDIX = "A Published values and ours"
+
+
+def test_page_fill_sees_a_page_left_half_empty(tmp_path):
+    """Three A4 pages drawn by matplotlib: full, a fifth, full. The second is
+    near empty; the last page is never counted."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.backends.backend_pdf import PdfPages
+
+    from dtrlab.report import pages
+
+    pdf = tmp_path / "three.pdf"
+    with PdfPages(pdf) as out:
+        for share in (0.8, 0.16, 0.1):
+            fig = plt.figure(figsize=(8.27, 11.69))
+            for i in range(int(share * 100)):  # lines of "text" from the top of the text block
+                fig.text(0.1, 0.9 - i * 0.008, "x" * 80, fontsize=5, family="monospace")
+            fig.text(0.5, 0.03, "7")  # a page number, which does not count
+            out.savefig(fig)
+            plt.close(fig)
+    fills = pages.page_fill(pdf)
+    assert len(fills) == 3 and fills[0] > 0.9 and fills[1] < 0.3
+    assert pages.near_empty_pages(pdf) == [2]
+    assert pages.near_empty_pages(pdf, parts=("x" * 80,)) == []  # page 3 opens a part: page 2 ends one
+
+
+def test_a_bad_pdf_is_a_clear_error(tmp_path):
+    from dtrlab.report import pages
+
+    bad = tmp_path / "bad.pdf"
+    bad.write_text("not a pdf")
+    with pytest.raises(pages.PageCheckError, match="bad.pdf"):
+        pages.page_fill(bad)
+
+
+def test_no_page_but_the_last_is_more_than_half_empty(run):
+    """No float left alone on a page, no page broken early (the body's last
+    page, before the appendix starts on a page of its own, may end short)."""
+    from dtrlab.report import pages
+
+    pdf = run / "results/paper/main.pdf"
+    assert pages.near_empty_pages(pdf, parts=(APPENDIX,)) == [], pages.page_fill(pdf)
