@@ -17,6 +17,9 @@ have_cmd cargo || need+=(cargo rustc)
 TEX_PACKAGES=(latexmk texlive-latex-base texlive-latex-recommended texlive-fonts-recommended)
 have_cmd latexmk && have_cmd pdflatex && kpsewhich mathptmx.sty >/dev/null 2>&1 || need+=("${TEX_PACKAGES[@]}")
 have_cmd pdftotext || need+=(poppler-utils)
+# The atlas page's browser test: headless Chromium and its WebDriver.
+have_cmd chromium || need+=(chromium)
+have_cmd chromedriver || need+=(chromium-driver)
 for p in ${DTRLAB_EXTRA_PACKAGES:-}; do have_pkg "$p" || need+=("$p"); done
 
 if [ ${#need[@]} -eq 0 ]; then

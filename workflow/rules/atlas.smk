@@ -90,6 +90,32 @@ rule atlas_report:
         STEP
 
 
+# The atlas as a page to explore in a browser (self-contained, no network).
+ATLAS_PAGE_TITLES = {
+    "atlas": "Feasibility atlas: the public DTR traces",
+    "atlas-preview": "Feasibility atlas (preview): the public DTR traces",
+    "atlas-captured": "Feasibility atlas: traces captured from stock PyTorch",
+}
+
+
+rule atlas_page:
+    input:
+        atlases=lambda wc: atlas_files(wc.atlas),
+    output:
+        html=report(
+            f"{RESULTS}/{{atlas}}/index.html",
+            caption="../report/atlas_page.rst",
+            category="Atlas",
+            labels={"page": "{atlas}"},
+        ),
+    log:
+        f"{RESULTS}/logs/{{atlas}}/page.log",
+    params:
+        title=lambda wc: ATLAS_PAGE_TITLES[wc.atlas],
+    script:
+        STEP
+
+
 rule atlas:
     input:
         f"{RESULTS}/atlas/MANIFEST.json",
@@ -105,6 +131,7 @@ ATLAS_ARTIFACTS = [
         for f in expand(rules.atlas_trace.output, atlas="atlas", trace=t, heuristic=h)
     ],
     *expand(rules.atlas_report.output, atlas="atlas"),
+    *expand(rules.atlas_page.output, atlas="atlas"),
 ]
 ARTIFACTS["atlas"] = ATLAS_ARTIFACTS
 

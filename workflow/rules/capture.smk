@@ -84,6 +84,7 @@ ARTIFACTS["capture"] = [
             rules.atlas_trace.output, atlas="atlas-captured", trace=t, heuristic=h
         )
     ],
+    *expand(rules.atlas_page.output, atlas="atlas-captured"),
     *expand(rules.compare_refine.output, trace=ALL_TRACES),
     *rules.compare.output,
 ]

@@ -32,7 +32,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "baselines": ("baseline", "baselines"),
     "experiments": ("sweep_chunk", "sweep", "c1_regimes", "c2_reeviction", "c3_inversions", "c4_forensics",
                     "c5_ablation", "c6_determinism", "claims", "claims_check"),
-    "atlas": ("atlas_chunk", "atlas_trace", "atlas_report"),
+    "atlas": ("atlas_chunk", "atlas_trace", "atlas_report", "atlas_page"),
     "capture": ("capture_trace", "compare_refine", "compare"),
     "runtime": ("runtime_study", "runtime_report"),
     "paper": ("paper_tables", "paper_macros", "paper"),

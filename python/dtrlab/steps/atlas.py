@@ -64,3 +64,18 @@ def atlas_report(s: Step) -> None:
     with_fx = [c for c in ("retention_removes_oom",) if c in df.columns]
     write_csv(df, s.output.holes)
     write_text(s.output.tex, tables.holes(df, with_fx))
+
+
+@step()
+def atlas_page(s: Step) -> None:
+    """Every trace's atlas as one self-contained page to explore in a browser."""
+    from dtrlab.report import atlas_page as page
+
+    traces = []
+    for d in map(read_json, s.input.atlases):
+        a = atlas.from_dict(d)
+        traces.append(page.trace_data(a, atlas.holes_table(a, d.get("forensics"))))
+    html = page.page(traces, s.params.title, page.plotly_js())
+    print(f"{len(traces)} traces, {sum(len(t['classes']) for t in traces)} classes, "
+          f"{sum(len(t['holes']) for t in traces)} holes, {len(html):,} bytes", file=sys.stderr)
+    write_text(s.output.html, html)
