@@ -331,3 +331,9 @@ def test_no_page_but_the_last_is_more_than_half_empty(run):
 
     pdf = run / "results/paper/main.pdf"
     assert pages.near_empty_pages(pdf, parts=(APPENDIX,)) == [], pages.page_fill(pdf)
+
+
+@pytest.mark.parametrize("k, n, start", [(13, 13, "All 13 traces replay"), (0, 4, "None of the 4 traces replays"),
+                                         (1, 4, "1 of the 4 traces replays"), (3, 4, "3 of the 4 traces replay")])
+def test_the_peak_sentence_reads_for_every_count(k, n, start):
+    assert macros.full_one_sentence(k, n).startswith(start)

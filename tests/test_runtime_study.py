@@ -162,3 +162,9 @@ def test_one_workload_end_to_end():
     assert "ResNet-32 (2020)" in tex and tex.count("\\\\\n") == 2  # (the header and one row)
     names = macro_text.defined(report.macros(table, d, m, st.min_gap))
     assert {"RuntimeExactSentence", "RuntimeHoleSentence", "RuntimeMeasuredSentence", "RuntimeAbstractSentence"} <= names
+
+
+@pytest.mark.parametrize("visible, words", [(5, "all of them visibly"), (0, "none of them visibly"),
+                                            (3, "3 of them visibly")])
+def test_the_abstract_says_all_or_none_of_the_switches_in_words(visible, words):
+    assert words in report.abstract_sentence(2, 5, visible, 5, 5)

@@ -254,6 +254,16 @@ def _sweep_only_sentence(df: pd.DataFrame) -> str:
             " with the same outcome the atlas assumes that outcome, so its hole counts are lower bounds.")
 
 
+def full_one_sentence(k: int, n: int) -> str:
+    """How many traces replay at their peak with no overhead, said as a reader would."""
+    if k == n:
+        return f"All {integer(n)} traces replay at their peak with an overhead of exactly one."
+    if k == 0:
+        return f"None of the {integer(n)} traces replays at its peak with an overhead of exactly one."
+    verb = "replays" if k == 1 else "replay"
+    return f"{integer(k)} of the {integer(n)} traces {verb} at their peak with an overhead of exactly one."
+
+
 def comparison(df: pd.DataFrame) -> dict[str, str]:
     """The side-by-side of public and captured traces, in words."""
     pub, cap = df[~df.captured], df[df.captured]
@@ -270,6 +280,7 @@ def comparison(df: pd.DataFrame) -> dict[str, str]:
         "CompareFineStep": short_ratio(float(df.fine_step.min())) if df.fine_step.notna().any() else "--",
         "CompareRefined": integer(int(df.refined_budgets.sum())),
         "CompareFullOne": integer(int((df.full_budget_overhead == 1.0).sum())),
+        "CompareFullOneSentence": full_one_sentence(int((df.full_budget_overhead == 1.0).sum()), len(df)),
         "CompareCapturedNames": listing(names),
         "ComparePublic": integer(len(pub)),
         "CompareCaptured": integer(len(cap)),

@@ -159,7 +159,8 @@ def abstract_sentence(holes: int, switches: int, visible: int, same: int, budget
     if switches:
         parts.append(f"{switches} regime {'switch' if switches == 1 else 'switches'}"
                      f" {'changes' if switches == 1 else 'change'} what it recomputes"
-                     f" ({visible} of them visibly in wall-clock time)" if switches > 1 else
+                     f" ({'all' if visible == switches else 'none' if visible == 0 else visible} of them visibly"
+                     " in wall-clock time)" if switches > 1 else
                      f"one regime switch changes what it recomputes"
                      f"{' and its wall-clock time' if visible else ''}")
     return head + ": " + ", and ".join(parts) + "."
