@@ -167,6 +167,28 @@ def test_capturing_twice_gives_the_same_bytes():
     assert a.text == b.text and a.operators > 100
 
 
+@pytest.mark.parametrize("op", ["mm", "_foreach_add_.List", "aten::odd name", 'quote"op'])
+@pytest.mark.parametrize("args", [[], ["x0"], ["x1", "x12"]])
+def test_the_line_writers_write_what_line_writes(op, args):
+    """The per-instruction writers are ``_line`` without its per-field work:
+    the same bytes, and json.dumps's for a name that needs escaping."""
+    from dtrlab.capture import recorder as r
+
+    pairs = [
+        (r._release_line("x3"), r._line(INSTRUCTION="RELEASE", NAME="x3")),
+        (r._constant_line("x0"), r._line(INSTRUCTION="CONSTANT", NAME="x0")),
+        (r._memory_line("x7", 4096), r._line(INSTRUCTION="MEMORY", NAME="x7", MEMORY="4096")),
+        (r._alias_line("x7", "-1"), r._line(INSTRUCTION="ALIAS", NAME="x7", ALIAS="-1")),
+        (r._call_line(op, args, ["x5", "x6"], 17),
+         r._line(INSTRUCTION="CALL", NAME=op, ARGS=args, RESULT=["x5", "x6"], TIME="17")),
+        (r._call_line(op, args, [], 0), r._line(INSTRUCTION="CALL", NAME=op, ARGS=args, RESULT=[], TIME="0")),
+        (r._mutate_line(op, args, 9), r._line(INSTRUCTION="MUTATE", NAME=op, ARGS=args, MUTATE=[0], TIME="9")),
+    ]
+    for fast, general in pairs:
+        assert fast == general
+        json.loads(fast)
+
+
 def test_costs_follow_the_stated_roofline():
     a, b = torch.ones(64, 128), torch.ones(128, 32)
     out = torch.mm(a, b)

@@ -41,38 +41,58 @@ def operator_flops(func, args, kwargs, out) -> int:
     # The formulas read shapes (and the other arguments): the count of a
     # call like one seen before is the same (and torch's pytree, which the
     # formulas go through, is slow).
+    leaves: list = [func]
     try:
-        key = (func, _shape_key((args, kwargs)), _shape_key(out))
-        hash(key)
-    except TypeError:
+        _call_key(args, leaves)
+        _call_key(kwargs, leaves)
+        _call_key(out, leaves)
+        key = tuple(leaves)
+        n = _FLOPS.get(key)
+    except TypeError:  # an argument that cannot be a key
         return int(formula(*args, **kwargs, out_val=out))
-    n = _FLOPS.get(key)
     if n is None:
         n = _FLOPS[key] = int(formula(*args, **kwargs, out_val=out))
     return n
 
 
 _FLOPS: dict = {}
+_Tensor = torch.Tensor
 
 
-def _shape_key(obj):
-    if isinstance(obj, torch.Tensor):
-        return ("tensor", tuple(obj.shape), obj.dtype)
-    if isinstance(obj, (tuple, list)):
-        return (type(obj).__name__, *map(_shape_key, obj))
-    if isinstance(obj, dict):
-        return ("dict", *((k, _shape_key(v)) for k, v in obj.items()))
-    return obj
+def _call_key(obj, leaves: list) -> None:
+    """Append what a FLOP formula can read of ``obj`` to ``leaves``, flat:
+    a tensor's shape and dtype, containers' shapes (their type and length),
+    every other leaf as it is."""
+    if isinstance(obj, _Tensor):
+        leaves.append(obj.shape)
+        leaves.append(obj.dtype)
+    elif type(obj) is tuple or type(obj) is list or type(obj) is dict or isinstance(obj, (tuple, list, dict)):
+        leaves.append(type(obj))
+        leaves.append(len(obj))
+        if type(obj) is dict:
+            for k, v in obj.items():
+                leaves.append(k)
+                _call_key(v, leaves)
+        else:
+            for x in obj:
+                _call_key(x, leaves)
+    else:
+        leaves.append(obj)
 
 
-def roofline(func, args, kwargs, out) -> int:
-    """Nanoseconds of one operator call under the cost model above."""
-    ins = flat.arguments(args, kwargs)
-    outs = flat.tensors(out)
-    in_storages = {a.untyped_storage()._cdata for a in ins}
-    if outs and all(o.untyped_storage()._cdata in in_storages for o in outs) and not written_names(func):
-        return LAUNCH_NS  # a view
-    moved = sum(map(tensor_bytes, ins)) + sum(map(tensor_bytes, outs))
+def roofline(func, args, kwargs, out, ins: list | None = None, outs: list | None = None) -> int:
+    """Nanoseconds of one operator call under the cost model above; ``ins``
+    and ``outs``, the call's tensors (``flat.arguments``, ``flat.tensors``),
+    where the caller has them already."""
+    if ins is None:
+        ins = flat.arguments(args, kwargs)
+    if outs is None:
+        outs = flat.tensors(out)
+    if outs and not written_names(func):
+        in_storages = {a.untyped_storage()._cdata for a in ins}
+        if all(o.untyped_storage()._cdata in in_storages for o in outs):
+            return LAUNCH_NS  # a view
+    moved = sum(t.numel() * t.element_size() for t in ins) + sum(t.numel() * t.element_size() for t in outs)
     seconds = max(operator_flops(func, args, kwargs, out) / PEAK_FLOPS, moved / BANDWIDTH)
     return LAUNCH_NS + math.ceil(seconds * 1e9)
 

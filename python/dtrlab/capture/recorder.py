@@ -74,6 +74,48 @@ def _line(**fields) -> str:
     return "{" + ",".join(parts) + "}"
 
 
+# The lines an operator call writes, as ``_line`` writes them (its sorted
+# keys), without its per-field work: a trace names tensors ``x0, x1, ...``
+# and numbers need no escaping; only an operator's name is checked, once.
+# ``tests/test_capture.py`` holds each one equal to ``_line``.
+def _release_line(name: str) -> str:
+    return f'{{"INSTRUCTION":"RELEASE","NAME":"{name}"}}'
+
+
+def _constant_line(name: str) -> str:
+    return f'{{"INSTRUCTION":"CONSTANT","NAME":"{name}"}}'
+
+
+def _memory_line(name: str, nbytes: int) -> str:
+    return f'{{"INSTRUCTION":"MEMORY","MEMORY":"{nbytes}","NAME":"{name}"}}'
+
+
+def _alias_line(name: str, alias: str) -> str:
+    return f'{{"ALIAS":"{alias}","INSTRUCTION":"ALIAS","NAME":"{name}"}}'
+
+
+def _names(names: list[str]) -> str:
+    return '["' + '","'.join(names) + '"]' if names else "[]"
+
+
+def _call_line(op: str, args: list[str], results: list[str], cost: int) -> str:
+    if not _plain_op(op):
+        return _line(INSTRUCTION="CALL", NAME=op, ARGS=args, RESULT=results, TIME=str(cost))
+    return (f'{{"ARGS":{_names(args)},"INSTRUCTION":"CALL","NAME":"{op}",'
+            f'"RESULT":{_names(results)},"TIME":"{cost}"}}')
+
+
+def _mutate_line(op: str, args: list[str], cost: int) -> str:
+    if not _plain_op(op):
+        return _line(INSTRUCTION="MUTATE", NAME=op, ARGS=args, MUTATE=[0], TIME=str(cost))
+    return f'{{"ARGS":{_names(args)},"INSTRUCTION":"MUTATE","MUTATE":[0],"NAME":"{op}","TIME":"{cost}"}}'
+
+
+@functools.lru_cache(maxsize=None)
+def _plain_op(op: str) -> bool:
+    return _PLAIN.match(op) is not None
+
+
 def _storage_key(t: torch.Tensor) -> int:
     return t.untyped_storage()._cdata
 
@@ -110,6 +152,8 @@ class Recorder(TorchDispatchMode):
     """A dispatch mode that writes every operator it sees as trace lines."""
 
     def __init__(self, cost: Callable[..., int], measure: bool = False) -> None:
+        # ``cost(func, args, kwargs, out, inputs, outputs)``: an operator
+        # call's TIME (``costs.roofline``), given its tensors too.
         super().__init__()
         self.cost = cost
         self.measure = measure
@@ -131,12 +175,17 @@ class Recorder(TorchDispatchMode):
     def _new_name(self, t: torch.Tensor) -> str:
         name = f"x{self.count}"
         self.count += 1
-        self.tensors[t._cdata] = _Tensor(name, torch._C._WeakTensorRef(t), _storage_key(t))
+        storage = t.untyped_storage()
+        self.tensors[t._cdata] = _Tensor(name, torch._C._WeakTensorRef(t), storage._cdata)
+        self._named(t, name, storage)
         return name
+
+    def _named(self, t: torch.Tensor, name: str, storage: torch.UntypedStorage) -> None:
+        """A hook: ``t`` (of ``storage``) was named ``name``."""
 
     def _release(self, key: int) -> None:
         entry = self.tensors.pop(key)
-        self.lines.append(_line(INSTRUCTION="RELEASE", NAME=entry.name))
+        self.lines.append(_release_line(entry.name))
         if self.storages.get(entry.storage) == entry.name:
             del self.storages[entry.storage]
 
@@ -156,15 +205,15 @@ class Recorder(TorchDispatchMode):
         owner = self.storages.get(_storage_key(t))
         name = self._new_name(t)
         if owner is None:
-            self.lines.append(_line(INSTRUCTION="CONSTANT", NAME=name))
-            self.lines.append(_line(INSTRUCTION="MEMORY", NAME=name, MEMORY=str(t.untyped_storage().nbytes())))
+            self.lines.append(_constant_line(name))
+            self.lines.append(_memory_line(name, t.untyped_storage().nbytes()))
             self.storages[_storage_key(t)] = name
             self.live.add(t)
         else:
-            self.lines.append(_line(INSTRUCTION="CALL", NAME="alias", ARGS=[owner], RESULT=[name], TIME="0"))
+            self.lines.append(_call_line("alias", [owner], [name], 0))
             self.operators += 1
-            self.lines.append(_line(INSTRUCTION="MEMORY", NAME=name, MEMORY=str(t.untyped_storage().nbytes())))
-            self.lines.append(_line(INSTRUCTION="ALIAS", NAME=name, ALIAS="0"))
+            self.lines.append(_memory_line(name, t.untyped_storage().nbytes()))
+            self.lines.append(_alias_line(name, "0"))
         return name
 
     def annotate(self, what: str) -> None:
@@ -192,7 +241,7 @@ class Recorder(TorchDispatchMode):
             written = _written_arguments(func, args, kwargs)
         if not outputs and not written:
             return
-        cost = max(int(elapsed), 1) if self.measure else self.cost(func, args, kwargs, out)
+        cost = max(int(elapsed), 1) if self.measure else self.cost(func, args, kwargs, out, inputs, outputs)
         op = op_name(func)
         if written:
             self._mutate(op, written, cost)
@@ -207,7 +256,8 @@ class Recorder(TorchDispatchMode):
         by_storage = {}
         for t in inputs:
             by_storage.setdefault(_storage_key(t), t)
-        aliased = [by_storage[_storage_key(o)] for o in fresh if _storage_key(o) in by_storage]
+        stored = [o.untyped_storage() for o in fresh]
+        aliased = [by_storage[d._cdata] for d in stored if d._cdata in by_storage]
         if aliased:
             # A view: its aliased input is its one argument (the format's domain).
             base = aliased[0]
@@ -221,17 +271,18 @@ class Recorder(TorchDispatchMode):
             if self._known(o) is not None:  # a tensor already named (returned again)
                 raise CaptureError(f"{op}: returns a tensor the trace already holds; outside the trace format")
             names.append(self._new_name(o))
-        self.lines.append(_line(INSTRUCTION="CALL", NAME=op, ARGS=args, RESULT=names, TIME=str(cost)))
+        self.lines.append(_call_line(op, args, names, cost))
         self.operators += 1
-        for o, name in zip(fresh, names):
-            alias = "0" if aliased and _storage_key(o) in by_storage else "-1"
+        for o, d, name in zip(fresh, stored, names):
+            key = d._cdata
+            alias = "0" if aliased and key in by_storage else "-1"
             if alias == "-1":
-                if _storage_key(o) in self.storages:
+                if key in self.storages:
                     raise CaptureError(f"{op}: two outputs share a new storage; outside the trace format")
-                self.storages[_storage_key(o)] = name
+                self.storages[key] = name
                 self.live.add(o)
-            self.lines.append(_line(INSTRUCTION="MEMORY", NAME=name, MEMORY=str(o.untyped_storage().nbytes())))
-            self.lines.append(_line(INSTRUCTION="ALIAS", NAME=name, ALIAS=alias))
+            self.lines.append(_memory_line(name, d.nbytes()))
+            self.lines.append(_alias_line(name, alias))
 
     def _mutate(self, op: str, written: list[tuple[torch.Tensor, list[torch.Tensor]]], cost: int) -> None:
         share = cost // len(written)
@@ -239,7 +290,7 @@ class Recorder(TorchDispatchMode):
             # The last part takes the remainder: the parts sum to the cost.
             part = share + (cost - share * len(written) if i == len(written) - 1 else 0)
             args = [self._input(target)] + [self._input(t) for t in others if t._cdata != target._cdata]
-            self.lines.append(_line(INSTRUCTION="MUTATE", NAME=op, ARGS=args, MUTATE=[0], TIME=str(part)))
+            self.lines.append(_mutate_line(op, args, part))
             self.operators += 1
 
     def finish(self) -> str:
