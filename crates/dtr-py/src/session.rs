@@ -10,7 +10,8 @@
 use crate::{caught, Trace};
 use dtr_core as core;
 use pyo3::prelude::*;
-use pyo3::types::PyType;
+use pyo3::intern;
+use pyo3::types::{PyString, PyType};
 use std::sync::Arc;
 
 use crate::result::{Inputs, RunResult};
@@ -45,6 +46,10 @@ pub struct Session {
     run: Option<Inputs>,
     /// Events already handed out by `advance`.
     delivered: usize,
+    /// Nanoseconds spent in the core's `advance` (not in the binding's
+    /// conversions), for the runtime benchmark.
+    #[pyo3(get)]
+    core_ns: u64,
 }
 
 fn status_name(p: core::Progress) -> &'static str {
@@ -80,7 +85,7 @@ impl Session {
         let owner = Owner { trace: trace.inner.clone(), cfg };
         let cell = caught(|| Cell::try_new(owner, |o| core::Session::new(&o.trace, &o.cfg)))?;
         let run = Inputs { trace: key, heuristic: heuristic.into(), ratio, cap, start, seed };
-        Ok(Session { cell, run: Some(run), delivered: 0 })
+        Ok(Session { cell, run: Some(run), delivered: 0, core_ns: 0 })
     }
 
     /// The index of the next schedule command.
@@ -105,8 +110,9 @@ impl Session {
     /// (`running`, or `oom` / `thrashed` once the run has ended early) and the
     /// events since the last call, in order: `(kind, storage, tensor)` with
     /// kind 0 = evict, 1 = evict on release, 2 = rematerialize `tensor`.
-    fn advance(&mut self, end: usize) -> PyResult<(&'static str, Vec<Action>)> {
+    fn advance<'py>(&mut self, py: Python<'py>, end: usize) -> PyResult<(Bound<'py, PyString>, Vec<Action>)> {
         let delivered = self.delivered;
+        let t0 = std::time::Instant::now();
         let (progress, new) = caught(|| {
             self.cell.with_dependent_mut(|_, s| {
                 let p = s.advance(end)?;
@@ -124,8 +130,14 @@ impl Session {
                 Ok((p, new))
             })
         })?;
+        self.core_ns += t0.elapsed().as_nanos() as u64;
         self.delivered += new.len();
-        Ok((status_name(progress), new))
+        // Interned: a call an operator, most with nothing to perform.
+        let status = match progress {
+            core::Progress::Running => intern!(py, "running").clone(),
+            ended => PyString::new(py, status_name(ended)),
+        };
+        Ok((status, new))
     }
 
     /// Add `offset` bytes (measured less the engine's count) to every

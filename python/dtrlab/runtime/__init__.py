@@ -276,7 +276,7 @@ class Runner:
         return RuntimeRun(
             status=status, budget=session.budget, ratio=ratio, heuristic=heuristic, trigger=trigger,
             costs=self.costs, result=mode.result, loss=loss, calls=mode.calls,
-            timing={"wall": wall, **mode.ns, "bookkeeping": bookkeeping,
+            timing={"wall": wall, **mode.ns, "engine_core": session.core_ns, "bookkeeping": bookkeeping,
                     "baseline_wall": base["wall"] if base else None,
                     "baseline_operators": base["operators"] if base else None,
                     "plain_wall": self.plain_wall},

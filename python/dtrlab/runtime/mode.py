@@ -4,9 +4,9 @@ passes here, and the engine decides what to evict and recompute.
 Per operator call (``__torch_dispatch__``):
 
 1. the recorder's sweep writes a ``RELEASE`` for every tensor PyTorch freed;
-   the engine replays them (evicting storages whose last name went);
 2. the plan gives the call's lines ahead (:mod:`dtrlab.runtime.plan`): the
-   engine replays the lines that name its inputs, then the operator itself,
+   engine replays those releases (evicting storages whose last name went),
+   the lines that name its inputs, then the operator itself,
    making room and rematerializing evicted inputs; the runtime performs each
    eviction and rematerialization as the engine logs it, in order
    (:mod:`dtrlab.runtime.storages`, :mod:`dtrlab.runtime.recipes`);
@@ -224,10 +224,9 @@ class DTRMode(Recorder):
             else:
                 k += 3
 
-    def _new_name(self, t: torch.Tensor) -> str:
+    def _named(self, t: torch.Tensor, name: str, storage: torch.UntypedStorage) -> None:
         # The recorder names a call's outputs (and its inputs, once more):
         # outputs get their homes here.
-        name = super()._new_name(t)
         key = t._cdata
         self.weak[name] = weakref.ref(t, lambda _, k=key: self.dying.append(k))
         u = self.names.get(name)
@@ -237,8 +236,7 @@ class DTRMode(Recorder):
         if u not in st.meta:
             st.meta[u] = Meta.of(t)
             if s == u:
-                st.adopt(s, t.untyped_storage())
-        return name
+                st.adopt(s, storage)
 
     def _resolve_inputs(self, inputs: list[tuple[torch.Tensor, int]], operator: str) -> dict[int, torch.Tensor]:
         """Check every input (with the engine's tensor id its name stood
@@ -265,13 +263,15 @@ class DTRMode(Recorder):
 
     # ----- the recorder's hooks -----------------------------------------------------
     def _sync(self) -> None:
-        """Check the lines recorded since the last check (releases, markers)
-        and replay their commands."""
+        """Check the lines recorded since the last check (releases, markers).
+        Their commands are replayed with the next operator's (its
+        ``_advance`` covers every command before it, in order), or at the
+        end of the step: one call into the engine an operator instead of
+        two, and a release never runs out of memory."""
         n = len(self.lines)
         if n > self.verified:
             self.plan.check(self.lines, self.verified, n)
             self.verified = n
-            self._advance(self.plan.commands_through(n - 1), "a release")
 
     def sweep(self) -> None:
         # The recorder's sweep, over the tensors whose object went (a

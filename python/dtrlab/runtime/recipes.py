@@ -33,16 +33,30 @@ HIDDEN_WRITES = {
 }
 
 
-@dataclass(frozen=True)
 class Ref:
-    """A tensor argument: the engine's tensor id."""
+    """A tensor argument: the engine's tensor id. (A plain class with
+    slots: a recipe is made at every operator call, a frozen dataclass
+    costs several times more.)"""
 
-    tensor: int
+    __slots__ = ("tensor",)
+
+    def __init__(self, tensor: int) -> None:
+        self.tensor = tensor
+
+    def __eq__(self, other) -> bool:
+        return type(other) is type(self) and other.tensor == self.tensor
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.tensor))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.tensor})"
 
 
-@dataclass(frozen=True)
 class Written(Ref):
     """The tensor an in-place operator writes."""
+
+    __slots__ = ()
 
 
 @dataclass
@@ -58,9 +72,9 @@ class Recipe:
     @classmethod
     def of(cls, func, args, kwargs, tensor_of: Callable[[torch.Tensor], int],
            rng: tuple[torch.Generator, torch.Tensor] | None, target: torch.Tensor | None = None) -> "Recipe":
-        name = func.__name__.split(".")[0]
-        if name in HIDDEN_WRITES:
-            positions, training = HIDDEN_WRITES[name]
+        hidden = _hidden_writes(func)
+        if hidden is not None:
+            positions, training = hidden
             if len(args) > training and args[training]:
                 args = tuple(None if i in positions else a for i, a in enumerate(args))
         ref = (lambda t: Written(tensor_of(t)) if t is target else Ref(tensor_of(t)))
@@ -88,6 +102,11 @@ class Recipe:
             return self.func(*args, **kwargs), given
         finally:
             gen.set_state(saved)
+
+
+@functools.lru_cache(maxsize=None)
+def _hidden_writes(func) -> tuple[tuple[int, ...], int] | None:
+    return HIDDEN_WRITES.get(func.__name__.split(".")[0])
 
 
 @functools.lru_cache(maxsize=None)

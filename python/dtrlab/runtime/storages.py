@@ -38,14 +38,14 @@ with the tensor's recorded metadata.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 
 
-@dataclass(frozen=True)
-class Meta:
-    """A tensor's layout over its storage."""
+class Meta(NamedTuple):
+    """A tensor's layout over its storage (a named tuple: one is made per
+    tensor of the step, and a frozen dataclass costs several times more)."""
 
     dtype: torch.dtype
     device: torch.device
@@ -55,7 +55,7 @@ class Meta:
 
     @classmethod
     def of(cls, t: torch.Tensor) -> "Meta":
-        return cls(t.dtype, t.device, tuple(t.shape), tuple(t.stride()), t.storage_offset())
+        return cls(t.dtype, t.device, tuple(t.shape), t.stride(), t.storage_offset())
 
     def byte_range(self) -> tuple[int, int]:
         """The bytes of its storage the tensor spans: ``[lo, hi)``."""
