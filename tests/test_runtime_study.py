@@ -77,15 +77,45 @@ def test_the_summary_counts_what_real_execution_reproduced():
     d = pd.concat([d, d.iloc[[1]].assign(kind="edge", side="above", budget=99)], ignore_index=True)
     m = pd.DataFrame({"workload": "w", "budget": d.budget, "ratio": d.ratio, "mode": "model", "status": d.status,
                       "wall_overhead": [1, 2, 1, 4, 4, 2, 2], "bookkeeping_ns": 1000, "calls": 10,
-                      "transient_peak": d.budget + 5})
-    meas = m.assign(mode="measured", agree=[True, True, True, False, True, True, True], equal=d.equal)
+                      "transient_peak": d.budget + 5, "allocator_peak": d.budget - 90,
+                      "process_peak_above_start": [2e6, 3e6, 4e6, 5e6, 6e6, 7e6, 8e6]})
+    # Measured mode: the hole's inside completes there; the switch's sides
+    # come 1.2-fold apart (below the factor 1.5).
+    meas = m.assign(mode="measured", agree=[True, True, True, False, True, True, True], equal=d.equal,
+                    status=["oom", "ok", "ok", "ok", "ok", "ok", "ok"], overhead=[None, 1.5, 2.0, 3.0, 1.2, 1.0, 1.5])
     plan = pd.Series({"sizes": "[]", "operators": 10, "peak": 1000, "const": 100, "switches": 1, "holes": 1,
                       "atlas_exact_share": 0.5})
-    row = analysis.row("w", d, pd.concat([m, meas]), plan)
+    row = analysis.row("w", d, pd.concat([m, meas]), plan, 1.5)
     assert row["holes_run"] == 1 and row["switches_run"] == 1
     assert row["switch_model_ratio"] == 3.0 and row["switch_wall_ratio"] == 2.0
     assert row["measured_agree"] == 6 and row["measured_budgets"] == 7
     assert row["bookkeeping_us_per_call"] == 0.1 and row["transient_over_budget"] == 5
+    assert row["measured_holes_run"] == 0  # its inside completed in measured mode
+    assert row["measured_switches_run"] == 1 and row["measured_switches_kept"] == 0
+    # (budget - 90 + the 100 bytes of constants) / budget, largest at the smallest completed (99)
+    assert row["allocator_over_budget"] == pytest.approx(109 / 99)
+    assert row["process_peak_mb"] == 8.0
+
+
+@pytest.mark.parametrize("holes_run", [0, 1, 3])
+@pytest.mark.parametrize("switches", [0, 1, 2])
+def test_the_measured_pathology_sentence_reads_for_every_count(holes_run, switches):
+    for holes in range(holes_run + 1):
+        for kept in range(switches + 1):
+            text = report.measured_pathology_sentence(holes, holes_run, switches, kept, 1.5)
+            assert text.startswith("In measured mode") and text.endswith(".") and "  " not in text
+            assert "1 holes" not in text and "1 switches" not in text and "of the 1 " not in text
+            assert ("no hole or regime switch" in text) == (holes_run == switches == 0)
+            if holes_run:
+                assert ("appear" in text.split(";")[0]) and (("not" in text or "none" in text) == (holes == 0)
+                                                               or kept < switches)
+
+
+def test_the_memory_sentence_reads_with_what_was_measured():
+    both = report.memory_sentence(1.234, 56.7)
+    assert "1.23 times the budget" in both and "57~MB" in both and both.endswith(".")
+    assert "times the budget" not in report.memory_sentence(None, 5.0)
+    assert report.memory_sentence(None, None).startswith("This system gave no")
 
 
 @pytest.mark.parametrize("holes, run", [(0, 0), (1, 0), (1, 1), (3, 2)])
@@ -157,7 +187,7 @@ def test_one_workload_end_to_end():
     assert {"edge"} <= set(d.kind)
     edge = dict(zip(d[d.kind == "edge"].side, d[d.kind == "edge"].status))
     assert edge == {"below": "oom", "above": "ok"}  # a byte apart, as the atlas says
-    table = analysis.summary(d, m, out["plan"])
+    table = analysis.summary(d, m, out["plan"], st.min_gap)
     tex = report.table(table)
     assert "ResNet-32 (2020)" in tex and tex.count("\\\\\n") == 2  # (the header and one row)
     names = macro_text.defined(report.macros(table, d, m, st.min_gap))

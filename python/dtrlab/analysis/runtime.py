@@ -29,13 +29,39 @@ def _switch_costs(d: pd.DataFrame, m: pd.DataFrame) -> list[tuple[float, float, 
     return out
 
 
+def _measured_as_decided(d: pd.DataFrame, meas: pd.DataFrame) -> pd.DataFrame:
+    """The budgets of ``d`` (their kind, group and side) with the measured
+    mode's status and overhead there (the same fractions of the peak)."""
+    by_ratio = meas.drop_duplicates("ratio").set_index("ratio")[["status", "overhead"]]
+    return d.drop(columns=["status", "overhead"]).join(by_ratio, on="ratio", how="inner")
+
+
+def _switches_kept(d: pd.DataFrame, min_gap: float) -> tuple[int, int]:
+    """Regime switches run on both sides to completion, and of them those
+    whose two sides' overheads still differ by ``min_gap`` or more."""
+    run = kept = 0
+    for _, g in d[d.kind == "switch"].groupby("group"):
+        lo, hi = g[g.side == "below"], g[g.side == "above"]
+        if len(lo) == len(hi) == 1 and lo.status.iloc[0] == hi.status.iloc[0] == "ok":
+            run += 1
+            a, b = float(lo.overhead.iloc[0]), float(hi.overhead.iloc[0])
+            kept += max(a, b) >= min_gap * min(a, b)
+    return run, kept
+
+
+def _holes_shown(d: pd.DataFrame) -> set:
+    """The holes (groups) whose inside failed and whose both sides completed."""
+    shown = set()
+    for group, g in d[d.kind == "hole"].groupby("group"):
+        sides = dict(zip(g.side, g.status))
+        if sides.get("below") == "ok" and sides.get("above") == "ok" and sides.get("inside") in ("oom", "thrashed"):
+            shown.add(group)
+    return shown
+
+
 def _holes_run(d: pd.DataFrame) -> int:
     """Holes whose inside failed and whose both sides completed in the runtime."""
-    n = 0
-    for _, g in d[d.kind == "hole"].groupby("group"):
-        sides = dict(zip(g.side, g.status))
-        n += sides.get("below") == "ok" and sides.get("above") == "ok" and sides.get("inside") in ("oom", "thrashed")
-    return n
+    return len(_holes_shown(d))
 
 
 def _edge(d: pd.DataFrame) -> bool | None:
@@ -51,11 +77,23 @@ def _lowest_ok(df: pd.DataFrame) -> float | None:
     return float(ok.ratio.min()) if len(ok) else None
 
 
-def row(name: str, d: pd.DataFrame, m: pd.DataFrame, plan: pd.Series) -> dict:
+def _max_or_none(x: pd.Series) -> float | None:
+    x = x.dropna()
+    return float(x.max()) if len(x) else None
+
+
+def row(name: str, d: pd.DataFrame, m: pd.DataFrame, plan: pd.Series, min_gap: float) -> dict:
     model = m[m["mode"] == "model"]
     meas = m[m["mode"] == "measured"]
     ok = d[d.status == "ok"]
     switches = _switch_costs(d, model)
+    in_measured = _measured_as_decided(d, meas)
+    measured_switches, measured_switches_kept = _switches_kept(in_measured, min_gap)
+    # The allocator's bytes are counted from the step's start, when the
+    # constants (parameters, inputs) were there already: added back, they
+    # compare with the budget as the engine's bytes do.
+    model_ok = model[model.status == "ok"]
+    allocator = (model_ok.allocator_peak.astype(float) + float(plan.const)) / model_ok.budget
     per_call = (model.bookkeeping_ns / model.calls)[model.status == "ok"]
     tight = model[model.status == "ok"].sort_values("ratio")
     lowest_sim, lowest_measured = _lowest_ok(d.assign(status=d.sim_status)), _lowest_ok(meas)
@@ -93,14 +131,21 @@ def row(name: str, d: pd.DataFrame, m: pd.DataFrame, plan: pd.Series) -> dict:
         "measured_edge_shift": (None if lowest_sim is None or lowest_measured is None
                                 else float(round(lowest_measured - lowest_sim, 9))),
         "measured_equal": int((meas[meas.status == "ok"].equal == True).sum()),  # noqa: E712
+        # Of the holes shown in model memory, those shown in measured mode too.
+        "measured_holes_run": len(_holes_shown(d) & _holes_shown(in_measured)),
+        "measured_switches_run": measured_switches,
+        "measured_switches_kept": measured_switches_kept,
+        "allocator_over_budget": _max_or_none(allocator),
+        "process_peak_mb": _max_or_none(model_ok.process_peak_above_start.astype(float) / 1e6),
     }
 
 
-def summary(decisions: pd.DataFrame, measured: pd.DataFrame, plans: pd.DataFrame) -> pd.DataFrame:
-    """One row per workload, in the order of ``plans``."""
+def summary(decisions: pd.DataFrame, measured: pd.DataFrame, plans: pd.DataFrame, min_gap: float) -> pd.DataFrame:
+    """One row per workload, in the order of ``plans``; ``min_gap``, the
+    factor between two overheads that makes a regime switch."""
     rows = []
     for _, plan in plans.iterrows():
         w = plan.workload
-        rows.append(row(w, decisions[decisions.workload == w], measured[measured.workload == w], plan))
+        rows.append(row(w, decisions[decisions.workload == w], measured[measured.workload == w], plan, min_gap))
     df = pd.DataFrame(rows)
     return df.replace({math.nan: None}) if len(df) else df

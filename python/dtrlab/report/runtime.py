@@ -43,10 +43,11 @@ def table(df: pd.DataFrame) -> str:
         "bitwise": [_of(a, b) for a, b in zip(df.equal, df.ok)],
         "wall (×)": df.wall_overhead_tightest,
         "us/call": df.bookkeeping_us_per_call,
+        "alloc. (×)": df.allocator_over_budget,
         "measured agree": [_of(a, b) for a, b in zip(df.measured_agree, df.measured_budgets)],
     })
     return booktabs(t, {"ops": integer, "peak (MB)": decimal(1), "budgets": integer, "wall (×)": decimal(2),
-                        "us/call": decimal(0)}, align="lrrrrrrrrrr")
+                        "us/call": decimal(0), "alloc. (×)": decimal(2)}, align="lrrrrrrrrrrr")
 
 
 def switch_sentence(switches: int, model: tuple[float, float] | None, wall: tuple[float, float] | None) -> str:
@@ -102,6 +103,57 @@ def measured_sentence(agree: int, budgets: int) -> str:
                 "budgets.")
     return (f"Outcome and regime agreed with the simulator's replay of the timed plan at {agree} of {budgets} "
             f"budgets ({100 * agree / budgets:.0f}\\%).")
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def measured_pathology_sentence(holes: int, holes_run: int, switches: int, switches_kept: int,
+                                factor: float) -> str:
+    """Whether the holes and switches run in model memory appear in measured
+    mode too: ``holes`` of ``holes_run`` holes fail inside with both sides
+    completing there; ``switches_kept`` of the ``switches`` switches whose
+    two sides complete there keep overheads ``factor``-fold apart."""
+    parts = []
+    if holes_run:
+        if holes == holes_run:
+            parts.append("the hole appears there too" if holes_run == 1
+                         else f"all {holes_run} holes appear there too")
+        elif holes == 0:
+            parts.append("the hole does not appear there" if holes_run == 1
+                         else f"none of the {holes_run} holes appears there")
+        else:
+            parts.append(f"{holes} of the {holes_run} holes {'appears' if holes == 1 else 'appear'} there too")
+    if switches:
+        what = f"overheads {factor:g}-fold apart or more"
+        if switches_kept == switches:
+            parts.append(f"the one switch whose sides both complete there keeps {what}" if switches == 1
+                         else f"all {switches} switches whose sides both complete there keep {what}")
+        elif switches_kept == 0:
+            parts.append(f"the one switch whose sides both complete there does not keep {what}" if switches == 1
+                         else f"none of the {switches} switches whose sides both complete there keeps {what}")
+        else:
+            parts.append(f"{switches_kept} of the {switches} switches whose sides both complete there "
+                         f"{'keeps' if switches_kept == 1 else 'keep'} {what}")
+    if not parts:
+        return "In measured mode, no hole or regime switch was run on both sides to completion."
+    return "In measured mode, " + "; ".join(parts) + "."
+
+
+def memory_sentence(allocator_max: float | None, process_mb: float | None) -> str:
+    """What was measured beside the ledger: the C allocator's peak (with the
+    constants it held before the step) over the budget, the process's peak."""
+    parts = []
+    if allocator_max is not None:
+        parts.append(f"the C allocator's bytes in use, with the parameters and inputs it held before the step, "
+                     f"peaked at up to {allocator_max:.2f} times the budget (its own rounding and PyTorch's "
+                     "metadata beside the tensors)")
+    if process_mb is not None:
+        parts.append(f"the process's resident set rose by at most {process_mb:,.0f}~MB above its start")
+    if not parts:
+        return "This system gave no allocator or process figures to measure beside the ledger."
+    return "Measured beside the ledger, " + ", and ".join(parts) + "."
 
 
 def verdict_sentence(holes: int, switches: int, visible: int, factor: float) -> str:
@@ -208,6 +260,12 @@ def macros(df: pd.DataFrame, decisions: pd.DataFrame, measured: pd.DataFrame, mi
         "RuntimeBookkeepingMedian": f"{df.bookkeeping_us_per_call.dropna().median():.0f}",
         "RuntimeBookkeepingMax": f"{df.bookkeeping_us_per_call.dropna().max():.0f}",
         "RuntimeTransientMax": integer(df.transient_over_budget.max()),
+        "RuntimeMeasuredPathologySentence": measured_pathology_sentence(
+            int(df.measured_holes_run.sum()), int(df.holes_run.sum()), int(df.measured_switches_run.sum()),
+            int(df.measured_switches_kept.sum()), min_gap),
+        "RuntimeMemorySentence": memory_sentence(
+            None if df.allocator_over_budget.dropna().empty else float(df.allocator_over_budget.dropna().max()),
+            None if df.process_peak_mb.dropna().empty else float(df.process_peak_mb.dropna().max())),
     }
     return m.render(values)
 

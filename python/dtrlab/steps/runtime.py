@@ -42,7 +42,7 @@ def runtime_report(s: Step) -> None:
     measured = pd.concat([pd.read_parquet(p) for p in s.input.measured], ignore_index=True)
     plans = pd.concat([pd.read_parquet(p) for p in s.input.summaries], ignore_index=True)
     sweeps = pd.concat([pd.read_parquet(p) for p in s.input.sweeps], ignore_index=True)
-    table = analysis.summary(decisions, measured, plans)
+    table = analysis.summary(decisions, measured, plans, s.params.min_gap)
     write_table(table, s.output.parquet, s.output.csv)
     write_text(s.output.table, report.table(table))
     write_text(s.output.macros, report.macros(table, decisions, measured, s.params.min_gap))
