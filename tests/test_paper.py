@@ -75,7 +75,7 @@ def test_the_comparison_says_what_each_group_shows_and_what_the_atlas_missed():
          "oom_max_depth": None, "oom_max_pinned_share": None, "full_budget_overhead": 1.5},
     ])
     m = macros.comparison(df)
-    assert m["CompareOomFailures"] == ("1 of the 2 holes of the public traces fail by running out of memory, with up"
+    assert m["CompareOomFailures"] == ("1 of the 2 holes of the public traces fails by running out of memory, with up"
                                        " to 85.04\\% of the budget pinned and at rematerialization depths up to 118;"
                                        " the captured traces have no hole")
     assert m["CompareSweepOnly"].startswith("On ViT-B/16 the refined sweep finds inversions where the atlas shows no")
@@ -196,6 +196,25 @@ def test_report_has_captioned_figures(run, tmp_path):
         assert f"{name}.png" in html
     # Captions come from workflow/report/*.rst.
     assert "widest gap of the sorted" in html and "feasibility inversion" in html
+    # The atlas page is linked from the report, with its caption.
+    assert "index.html" in html and "explore" in html.lower()
+
+
+def test_the_comparison_figure_is_drawn_at_the_papers_text_width(tmp_path):
+    """Drawn wider, it is shrunk to fit and its 6.5 pt labels print smaller."""
+    from dtrlab.report import style
+
+    geometry = re.search(r"\\usepackage\[margin=([\d.]+)cm\]\{geometry\}", MAIN)
+    assert "a4paper" in MAIN and geometry
+    assert style.TEXT == pytest.approx((21.0 - 2 * float(geometry.group(1))) / 2.54)
+    from dtrlab.report.compare_figure import compare_figure
+
+    sweep = pd.DataFrame({"ratio": [0.2, 0.5, 1.0], "status": ["oom", "ok", "ok"], "overhead": [None, 1.3, 1.0]})
+    pdf = tmp_path / "compare.pdf"
+    compare_figure({f"t{i}": sweep for i in range(8)}, {"t7"}, pdf, None)
+    box = [float(x) for x in re.search(rb"/MediaBox \[\s*([\d.\s]+)\]", pdf.read_bytes()).group(1).split()]
+    width = (box[2] - box[0]) / 72  # (points to inches; cropped to its ink)
+    assert 0.9 * style.TEXT <= width <= style.TEXT + 0.01, width
 
 
 # ----- figure targets build alone --------------------------------------------
@@ -285,8 +304,56 @@ def test_the_two_way_check_catches_the_old_abstract():
     assert any(re.search(f, re.sub(r"\\AblationSupported\{\}", "does not", s[0])) for f in FAULTS)
 
 
+#: The macros that carry a count with its noun, and what must follow them.
+COUNTED = ["AtlasHolesPhrase", "AtlasTracesWithHolesPhrase", "CompareCapturedHolesPhrase", "ResnetInversionsPhrase",
+           "LstmSweepFastPhrase", "LstmSweepSwitchTimes", "LstmSweepFailsPhrase"]
+#: A count beside a noun that does not agree with it.
+MISCOUNTED = [r"\b1 (\w+ )?\w+s\b(?<!\btimes)(?<!\bis)", r"\b0 of\b", r"\bof the 1 \w", r"\b(1|one) \w+ are\b",
+              r"\b[02-9]\d* [\w ]*\b(budget|hole|trace|band) is\b", r"\b1 times\b", r"\b(\w+) \1\b"]
+
+
+def counted_values(macro: str, n: int) -> str:
+    """The macro's text for a count of ``n``, from the functions that make it."""
+    c1 = {"points": {}, "largest_adjacent_ratio_points": None, "n_fast": n, "n_slow": 1, "n_failed": n, "switches": n}
+    return {
+        "AtlasHolesPhrase": macros.counted(n, "feasibility hole", "feasibility holes", "no feasibility hole"),
+        "AtlasTracesWithHolesPhrase": macros.counted(n, "trace", "traces"),
+        "CompareCapturedHolesPhrase": macros.counted(n, "hole", "holes", "no hole"),
+        "ResnetInversionsPhrase": macros.counted(n, "such band", "such bands", "no such band"),
+        "LstmSweepFastPhrase": macros.counted(c1["n_fast"], "budget is fast", "budgets are fast"),
+        "LstmSweepSwitchTimes": macros.times(c1["switches"]),
+        "LstmSweepFailsPhrase": "never fails in the sweep" if not n else
+        f"fails at {macros.counted(n, 'budget', 'budgets')} of the sweep",
+    }[macro]
+
+
+@pytest.mark.parametrize("macro", COUNTED)
+def test_every_counted_sentence_agrees_in_number(macro):
+    """Each sentence with a count macro, rendered for 0, 1, 2 and 35: the
+    noun agrees with its count and no word is doubled; the bare count
+    macros no longer stand before a noun of their own in the text."""
+    found = sentences_using(macro, MAIN)
+    assert found, f"\\{macro} is no longer used in the text"
+    for n in (0, 1, 2, 35):
+        value = counted_values(macro, n)
+        for sentence in found:
+            rendered = re.sub(rf"\\{macro}(\{{\}})?", value, sentence)
+            bad = [f for f in MISCOUNTED if re.search(f, rendered)]
+            assert not bad, f"with {n}: {rendered!r} matches {bad}"
+    bare = re.findall(r"\\(AtlasHoles|AtlasTracesWithHoles|CompareCapturedHoles|ResnetInversions|LstmSweepFailed"
+                      r"|LstmSweepSwitches)\{\} [a-z]+", MAIN)
+    assert not bare, bare
+
+
+@pytest.mark.parametrize("ooms, holes", [(0, 1), (1, 1), (0, 3), (1, 3), (2, 3), (3, 3)])
+def test_the_oom_clause_reads_for_every_count(ooms, holes):
+    text = macros.oom_holes_clause(ooms, holes, "public")
+    assert not any(re.search(f, text) for f in MISCOUNTED), text
+    assert ("all" in text) == (ooms == holes > 1) and ("none" in text) == (ooms == 0 and holes > 1)
+
+
 #: How the appendix's first page opens (main.tex: \appendix after \clearpage).
-APPENDIX = "A Published values and ours"
+from dtrlab.report.pages import APPENDIX  # noqa: E402
 
 
 def test_page_fill_sees_a_page_left_half_empty(tmp_path):

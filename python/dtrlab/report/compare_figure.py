@@ -8,7 +8,7 @@ import math
 
 import pandas as pd
 
-from dtrlab.report.style import COLORS, MARKERS, PAGE, pyplot, save
+from dtrlab.report.style import COLORS, MARKERS, TEXT, pyplot, save
 from dtrlab.report.tables import TRACE_NAMES
 
 #: Panels per row: four fit a page at a legible size.
@@ -24,7 +24,7 @@ def compare_figure(sweeps: dict[str, pd.DataFrame], captured: set[str], pdf_path
 
     order = [t for t in sweeps if t not in captured] + [t for t in sweeps if t in captured]
     rows = max(1, math.ceil(len(order) / COLUMNS))
-    fig, axes = plt.subplots(rows, COLUMNS, figsize=(PAGE, 1.45 * rows + 0.35), sharex=True, squeeze=False)
+    fig, axes = plt.subplots(rows, COLUMNS, figsize=(TEXT, 1.5 * rows + 0.35), sharex=True, squeeze=False)
     for k, ax in enumerate(axes.flat):
         if k >= len(order):
             ax.set_visible(False)
@@ -44,13 +44,13 @@ def compare_figure(sweeps: dict[str, pd.DataFrame], captured: set[str], pdf_path
         ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.yaxis.set_minor_locator(NullLocator())
-        ax.tick_params(labelsize=6, length=2, pad=1)
+        ax.tick_params(labelsize=6.5, length=2, pad=1)
         ax.set_xlim(0, 1.02)
         ax.set_title(TRACE_NAMES.get(t, t) + (" (captured)" if t in captured else ""), fontsize=7, pad=2)
         if k % COLUMNS == 0:
-            ax.set_ylabel("overhead (×)", fontsize=6)
+            ax.set_ylabel("overhead (×)", fontsize=6.5)
         if k >= len(order) - COLUMNS:
-            ax.set_xlabel("budget (of peak)", fontsize=6)
+            ax.set_xlabel("budget (of peak)", fontsize=6.5)
             ax.xaxis.set_tick_params(labelbottom=True)
     fig.tight_layout(h_pad=0.6, w_pad=0.6)
     save(fig, pdf_path, png_path)

@@ -35,6 +35,19 @@ def percent(v, digits: int = 2) -> str:
     return f"{100 * float(v):.{digits}f}\\%"
 
 
+def counted(n: int, one: str, many: str, none: str | None = None) -> str:
+    """``n`` with its noun in the number it takes: "1 hole", "3 holes";
+    ``none`` for 0 where given ("no hole")."""
+    if n == 0 and none is not None:
+        return none
+    return f"{integer(n)} {one if n == 1 else many}"
+
+
+def times(n: int) -> str:
+    """How often, in words where English has them: "once", "twice", "3 times"."""
+    return {0: "not once", 1: "once", 2: "twice"}.get(n, f"{integer(n)} times")
+
+
 def _get(d: dict, *keys):
     cur = d
     for k in keys:
@@ -65,6 +78,10 @@ def lstm(c1: dict, c1_table: pd.DataFrame, c2: dict) -> dict[str, str]:
         "LstmSweepStep": ratio(c1_table.ratio.sort_values().diff().dropna().min()) if len(c1_table) > 1 else "--",
         "LstmSweepFast": integer(c1["n_fast"]), "LstmSweepSlow": integer(c1["n_slow"]),
         "LstmSweepFailed": integer(c1["n_failed"]), "LstmSweepSwitches": integer(c1["switches"]),
+        "LstmSweepFastPhrase": counted(c1["n_fast"], "budget is fast", "budgets are fast"),
+        "LstmSweepSwitchTimes": times(c1["switches"]),
+        "LstmSweepFailsPhrase": "never fails in the sweep" if not c1["n_failed"] else
+        f"fails at {counted(c1['n_failed'], 'budget', 'budgets')} of the sweep",
         "LstmRegimeThreshold": fixed(c1["rule"]["threshold"], 2),
         "LstmSweepJumpFactor": fixed(fine["ratio"], 1),
         "LstmSweepJumpLowRatio": ratio(fine["low_budget_ratio"]),
@@ -104,6 +121,7 @@ def resnet(c3: dict, sweep: pd.DataFrame, overhead_points: dict) -> dict[str, st
     out = {
         "ResnetSweepLo": ratio(sweep.ratio.min()), "ResnetSweepHi": ratio(sweep.ratio.max()),
         "ResnetSweepBudgets": integer(len(sweep)), "ResnetInversions": integer(len(inv)),
+        "ResnetInversionsPhrase": counted(len(inv), "such band", "such bands", "no such band"),
         "OverheadCap": "none" if sweep.cap.isna().all() else f"{float(sweep.cap.iloc[0]):g}",
         "ResnetLowestOk": ratio(ok.ratio.min()) if len(ok) else "--",
         "ResnetOverheadMin": fixed(ok.overhead.min(), 3), "ResnetOverheadMax": fixed(ok.overhead.max(), 3),
@@ -202,7 +220,9 @@ def atlas(atlases: list[dict]) -> dict[str, str]:
         "AtlasClasses": integer(sum(len(a["classes"]) for a in atlases)),
         "AtlasRuns": integer(sum(a["runs"] for a in atlases)),
         "AtlasHoles": integer(len(holes)),
+        "AtlasHolesPhrase": counted(len(holes), "feasibility hole", "feasibility holes", "no feasibility hole"),
         "AtlasTracesWithHoles": integer(len({a["trace"] for a, _ in holes})),
+        "AtlasTracesWithHolesPhrase": counted(len({a["trace"] for a, _ in holes}), "trace", "traces"),
         "AtlasLo": short_ratio(min(a["lo_budget"] / a["peak"] for a in atlases)),
         "AtlasHi": short_ratio(max(a["hi_budget"] / a["peak"] for a in atlases)),
         "AtlasExactTraces": integer(sum(1 for a in atlases if a["exact"])),
@@ -226,6 +246,20 @@ def atlas(atlases: list[dict]) -> dict[str, str]:
     return out
 
 
+def oom_holes_clause(ooms: int, holes: int, label: str) -> str:
+    """How many of a group's ``holes`` (at least one) fail by running out
+    of memory, in words for every count."""
+    where = f"of the {label} traces"
+    if holes == 1:
+        return f"the one hole {where} {'fails' if ooms else 'does not fail'} by running out of memory"
+    if ooms == holes:
+        return f"all {integer(holes)} holes {where} fail by running out of memory"
+    if ooms == 0:
+        return f"none of the {integer(holes)} holes {where} fails by running out of memory"
+    return (f"{integer(ooms)} of the {integer(holes)} holes {where} "
+            f"{'fails' if ooms == 1 else 'fail'} by running out of memory")
+
+
 def _oom_sentence(pub: pd.DataFrame, cap: pd.DataFrame) -> str:
     """What the failures in the atlas holes look like (as C4), for each group
     that has holes; said plainly when a group has none."""
@@ -235,7 +269,7 @@ def _oom_sentence(pub: pd.DataFrame, cap: pd.DataFrame) -> str:
         if not holes:
             parts.append(f"the {label} traces have no hole")
             continue
-        text = f"{integer(ooms)} of the {integer(holes)} holes of the {label} traces fail by running out of memory"
+        text = oom_holes_clause(ooms, holes, label)
         if ooms:
             text += (f", with up to {percent(part.oom_max_pinned_share.max())} of the budget pinned and at"
                      f" rematerialization depths up to {integer(part.oom_max_depth.max())}")
@@ -291,6 +325,7 @@ def comparison(df: pd.DataFrame) -> dict[str, str]:
         "ComparePublicHoled": count(pub, "holes"),
         "CompareCapturedHoled": count(cap, "holes"),
         "CompareCapturedHoles": integer(int(cap.holes.fillna(0).sum())),
+        "CompareCapturedHolesPhrase": counted(int(cap.holes.fillna(0).sum()), "hole", "holes", "no hole"),
         "CompareOomFailures": _oom_sentence(pub, cap),
         "CompareSweepOnly": _sweep_only_sentence(df),
         "CompareCapturedSmallestOk": "--" if cap.smallest_ok_ratio.isna().all()

@@ -27,6 +27,11 @@ MERGE_GAP = 0.03
 FOOTER = 0.10
 
 
+#: How the paper's appendix opens, after a page break: the page before it
+#: ends the body and may be short.
+APPENDIX = "A Published values and ours"
+
+
 class PageCheckError(RuntimeError):
     """The PDF could not be rasterized (poppler missing, or not a PDF)."""
 

@@ -28,6 +28,9 @@ MARKERS = {"ok": "o", "fast": "o", "slow": "s", "oom": "X", "thrashed": "^"}
 
 #: Widths of an article's text column and full page, in inches.
 COLUMN, PAGE = 3.4, 7.0
+#: The paper's own text width (A4 less 2.4 cm margins): a figure drawn at it
+#: prints its fonts at the sizes set, not shrunk.
+TEXT = (21.0 - 2 * 2.4) / 2.54
 
 
 def pyplot():

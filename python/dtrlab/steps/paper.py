@@ -59,3 +59,12 @@ def paper(s: Step) -> None:
     # `git describe` may name a tag with characters TeX must not see.
     code = re.sub(r"[^\w.+-]", "-", s.params.code, flags=re.ASCII)[:100] or "unknown"
     latex.build(s.input.main, s.input.bib, files, s.output.pdf, code_version=code)
+    # The layout's own check: no page but the last of the body and of the
+    # whole is left more than half empty (a float alone, a page broken early).
+    from dtrlab.report import pages
+
+    short = pages.near_empty_pages(s.output.pdf, parts=(pages.APPENDIX,))
+    if short:
+        fills = pages.page_fill(s.output.pdf)
+        raise ValueError(f"paper: page(s) {', '.join(map(str, short))} of {s.output.pdf} are more than half empty "
+                         f"(filled {', '.join(f'{fills[i - 1]:.2f}' for i in short)}): mend the layout")
