@@ -193,3 +193,20 @@ def test_the_workflow_builds_both_atlas_pages(run):
         paths = [a["path"] for a in summary["artifacts"]] if isinstance(summary["artifacts"], list) \
             else list(summary["artifacts"])
         assert f"results/{folder}/index.html" in paths
+
+
+def test_clicking_a_hole_leads_to_its_forensics_row(opened):
+    """A hole's triangle, clicked (plotly's own click event on the drawn
+    point), takes the page to that hole's row of the forensics table."""
+    opened.execute_script("document.querySelector('a.reset[data-trace=\"resnet32\"]').click()")
+    opened.execute_async_script(WAIT_DRAWN)
+    k = opened.execute_script("""
+        const div = document.getElementById('plot-resnet32');
+        const i = div.data.findIndex((d) => d.name === 'holes');
+        const point = {data: div.data[i], curveNumber: i, pointNumber: 0, customdata: div.data[i].customdata[0]};
+        div.emit('plotly_click', {points: [point]});
+        return div.data[i].customdata[0][0];""")
+    assert opened.execute_script("return location.hash") == f"#hole-resnet32-{k}"
+    row = opened.find_element("id", f"hole-resnet32-{k}")
+    assert row.is_displayed() and opened.execute_script(
+        "const r = arguments[0].getBoundingClientRect(); return r.top >= 0 && r.top < window.innerHeight", row)

@@ -156,11 +156,16 @@ _SCRIPT = r"""
     for (const c of t.classes) {
       if (c[1] < x0 || c[0] > x1) continue;
       const w = c[1] - c[0] + 1;
-      if (w >= px) { flush(); out.push({lo: c[0], hi: c[1], status: c[2], overhead: c[3], exact: c[4], n: 1}); continue; }
+      const one = {lo: c[0], hi: c[1], status: c[2], overhead: c[3], exact: c[4], n: 1, omin: c[3], omax: c[3]};
+      if (w >= px) { flush(); out.push(one); continue; }
       if (run && c[0] - run.lo < px) {
         run.hi = c[1]; run.n += 1; run.exact = run.exact && c[4];
         if (run.status !== c[2]) run.status = "mixed";
-      } else { flush(); run = {lo: c[0], hi: c[1], status: c[2], overhead: c[3], exact: c[4], n: 1}; }
+        if (c[3] !== null) {
+          run.omin = run.omin === null ? c[3] : Math.min(run.omin, c[3]);
+          run.omax = run.omax === null ? c[3] : Math.max(run.omax, c[3]);
+        }
+      } else { flush(); run = one; }
     }
     flush();
     return out;
@@ -176,7 +181,8 @@ _SCRIPT = r"""
         x: b.map((x) => x.hi - x.lo + 1), width: 0.9, showlegend: b.length > 0,
         marker: {color: PAL[s], line: {width: s === "unresolved" ? 0.5 : 0, color: "#999"}},
         customdata: b.map((x) => [fmt(x.lo), fmt(x.hi), fmt(x.hi - x.lo + 1), x.n,
-          x.overhead === null ? "–" : x.overhead.toFixed(4) + "×",
+          x.omin === null ? "–" : x.omin === x.omax ? x.omin.toFixed(4) + "×"
+            : x.omin.toFixed(4) + "–" + x.omax.toFixed(4) + "×",
           x.exact ? "exact walk" : "sampled", (x.lo / t.peak).toFixed(6)]),
         hovertemplate: "[%{customdata[0]}, %{customdata[1]}] B (%{customdata[2]} B, from %{customdata[6]} of peak)" +
           "<br>" + s + (s === "mixed" ? " (%{customdata[3]} classes)" : "") +
@@ -196,19 +202,20 @@ _SCRIPT = r"""
         base: b.map((x) => x.lo), x: b.map((x) => x.hi - x.lo + 1), width: 0.22, showlegend: b.length > 0,
         marker: {color: color}, hoverinfo: "skip"};
     });
-    // The overhead of ok classes as steps, broken wherever a budget is not ok.
+    // The overhead of ok classes as steps, broken wherever a budget is not
+    // ok: one step a drawn bar (ok classes sharing a pixel at their largest
+    // overhead; every class on zoom).
     const lx = [], ly = [], lc = [];
     let prev = null;
-    for (const c of t.classes) {
-      if (c[1] < x0 || c[0] > x1) continue;
-      if (c[2] !== "ok" || c[3] === null) {
-        if (prev) { lx.push(prev[1] + 1, null); ly.push(prev[3], null); lc.push(null, null); prev = null; }
+    for (const b of bs) {
+      if (b.status !== "ok" || b.omax === null) {
+        if (prev) { lx.push(prev.hi + 1, null); ly.push(prev.omax, null); lc.push(null, null); prev = null; }
         continue;
       }
-      lx.push(c[0]); ly.push(c[3]); lc.push([fmt(c[0]), fmt(c[1])]);
-      prev = c;
+      lx.push(b.lo); ly.push(b.omax); lc.push([fmt(b.lo), fmt(b.hi)]);
+      prev = b;
     }
-    if (prev) { lx.push(prev[1] + 1); ly.push(prev[3]); lc.push(null); }
+    if (prev) { lx.push(prev.hi + 1); ly.push(prev.omax); lc.push(null); }
     const line = {type: "scatter", mode: "lines+markers", name: "overhead", yaxis: "y", xaxis: "x",
       line: {shape: "hv", width: 1, color: "#0072B2"}, marker: {size: 3}, connectgaps: false, x: lx, y: ly,
       customdata: lc, hovertemplate: "[%{customdata[0]}, %{customdata[1]}] B<br>overhead %{y:.4f}×<extra></extra>"};
