@@ -8,6 +8,11 @@ under a time limit:
   again, n levels deep, at the tightest budget that lets it finish. Parse time,
   replay time (DTR, and LRU which keeps no evicted-neighbourhood regions) and
   peak RSS, for n = 1k ... 10^6;
+- **half-peak chain**: the same chain replayed with DTR at half its peak
+  (the rematerialization of the whole chain is the peak), so that every
+  step of it is rematerialized while the pool holds about half the chain
+  and every candidate ties: replay time and peak RSS for n = 1k ... 10^6
+  (the victim choice visits a few subtrees an eviction, not the pool);
 - **evictions**: every public trace replayed with DTR (cap 60) at a spread of
   budget ratios; replay time against the number of evictions;
 - **regimes**: the issue's workloads (LSTM at 0.265, fast; at 0.264, slow;
@@ -170,6 +175,24 @@ def chain_axis(depths: list[int], limit: float, with_ref: bool, ref_max_depth: i
     return rows
 
 
+def halfpeak_axis(depths: list[int], limit: float, with_ref: bool, ref_max_depth: int, work: Path) -> list[dict]:
+    """The chain of ``write_chain`` at half its peak, DTR without a cap."""
+    rows = []
+    for n in depths:
+        path = work / f"chain-{n}.log"
+        write_chain(n, path)
+        size_mb = path.stat().st_size / 2**20
+        for engine in ["native", "simrd"] if with_ref and n <= ref_max_depth else ["native"]:
+            log(f"half-peak chain {n:,} ({size_mb:.0f} MB): {engine} ...")
+            m = measure(engine, path, [{"ratio": 0.5, "cap": None, "heuristic": "DTR"}], limit)
+            row = {"depth": n, "file_mb": round(size_mb, 1), "heuristic": "DTR", "engine": engine}
+            row.update(result_fields(m))
+            rows.append(row)
+            log(json.dumps(row))
+        path.unlink()
+    return rows
+
+
 def result_fields(m: dict | None) -> dict:
     if m is None:
         return {"finished": False}
@@ -251,8 +274,15 @@ def regimes_axis(limit: float, rounds: int) -> list[dict]:
     return rows
 
 
-def summarize(chain: list[dict], evictions: list[dict]) -> dict:
+def summarize(chain: list[dict], evictions: list[dict], halfpeak: list[dict] = ()) -> dict:
     fits = {}
+    for engine in ("native", "simrd"):
+        pts = [r for r in halfpeak if r["engine"] == engine and r.get("finished")]
+        if pts:
+            fits[f"half-peak chain {engine} DTR: replay time vs depth"] = slope([r["depth"] for r in pts],
+                                                                                [r["replay_s"] for r in pts])
+            fits[f"half-peak chain {engine} DTR: peak RSS vs depth"] = slope([r["depth"] for r in pts],
+                                                                             [r["peak_rss_mb"] for r in pts])
     for engine in ("native", "simrd"):
         for h in ("DTR", "LRU"):
             pts = [r for r in chain if r["engine"] == engine and r["heuristic"] == h and r.get("finished")]
@@ -299,8 +329,21 @@ def regimes_markdown(regimes: list[dict]) -> list[str]:
     return out + [""]
 
 
-def markdown(chain: list[dict], evictions: list[dict], fits: dict, regimes: list[dict] = ()) -> str:
-    out = regimes_markdown(list(regimes)) + ["## Chain depth", "",
+def halfpeak_markdown(rows: list[dict]) -> list[str]:
+    if not rows:
+        return []
+    out = ["## Half-peak chain (DTR, no cap, half the peak)", "",
+           "| depth | file (MB) | engine | parse (s) | replay (s) | replays | status | evictions | evaluations "
+           "| peak RSS (MB) |", "|---:|---:|---|---:|---:|---:|---|---:|---:|---:|"]
+    out += table_rows(rows, ["depth", "file_mb", "engine"], lambda r: [
+        str(r["parse_s"]), str(r["replay_s"]), str(r["replays"]), r["status"], f"{r['evictions']:,}",
+        f"{r['evaluations']:,}", str(r["peak_rss_mb"])], 7)
+    return out + [""]
+
+
+def markdown(chain: list[dict], evictions: list[dict], fits: dict, regimes: list[dict] = (),
+             halfpeak: list[dict] = ()) -> str:
+    out = regimes_markdown(list(regimes)) + halfpeak_markdown(list(halfpeak)) + ["## Chain depth", "",
            "| depth | file (MB) | heuristic | engine | parse (s) | replay (s) | replays | status | evictions "
            "| peak RSS (MB) |",
            "|---:|---:|---|---|---:|---:|---:|---|---:|---:|"]
@@ -317,7 +360,7 @@ def markdown(chain: list[dict], evictions: list[dict], fits: dict, regimes: list
     out += table_rows(evictions, ["trace", "ratio", "engine"], lambda r: [
         str(r["replay_s"]), str(r["replays"]), r["status"], f"{r['evictions']:,}",
         f"{1e6 * r['replay_s'] / r['evictions']:.1f}" if r["evictions"] else "-"], 5)
-    pairs = side_by_side(chain, evictions)
+    pairs = side_by_side(chain, evictions, halfpeak)
     if pairs:
         out += ["", "## Side by side with simrd (same run, same machine)", "",
                 "| point | native (s) | simrd (s) | speedup |", "|---|---:|---:|---:|"]
@@ -336,7 +379,7 @@ def markdown(chain: list[dict], evictions: list[dict], fits: dict, regimes: list
     return "\n".join(out) + "\n"
 
 
-def side_by_side(chain: list[dict], evictions: list[dict]) -> list[dict]:
+def side_by_side(chain: list[dict], evictions: list[dict], halfpeak: list[dict] = ()) -> list[dict]:
     """Points measured by both engines: native replay time against simrd's
     (``simrd_s`` is None where simrd did not finish within the time limit)."""
     def pair(native: dict, ref: dict, point: str) -> dict | None:
@@ -358,16 +401,28 @@ def side_by_side(chain: list[dict], evictions: list[dict]) -> list[dict]:
             n = next(x for x in evictions if x["engine"] == "native" and x["trace"] == r["trace"]
                      and x["ratio"] == r["ratio"])
             out.append(pair(n, r, f"{r['trace']} {r['ratio']}"))
+    for r in halfpeak:
+        if r["engine"] == "simrd":
+            n = next(x for x in halfpeak if x["engine"] == "native" and x["depth"] == r["depth"])
+            out.append(pair(n, r, f"half-peak chain {r['depth']:,}"))
     return [p for p in out if p is not None]
 
 
-def figure(chain: list[dict], evictions: list[dict], path: Path) -> None:
+def figure(chain: list[dict], evictions: list[dict], path: Path, halfpeak: list[dict] = ()) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
+    fig, axes = plt.subplots(1, 4, figsize=(16, 3.6))
+    for engine, color, fmt in (("native", "#0072B2", "o-"), ("simrd", "#D55E00", "o--")):
+        pts = [r for r in halfpeak if r["engine"] == engine and r.get("finished")]
+        if pts:
+            d = [r["depth"] for r in pts]
+            axes[3].loglog(d, [r["replay_s"] for r in pts], fmt, color=color, label=f"{engine}: replay (s)")
+            axes[3].loglog(d, [r["peak_rss_mb"] / 1e3 for r in pts], fmt.replace("o", "s"), color=color,
+                           alpha=0.5, label=f"{engine}: peak RSS (GB)")
+    axes[3].set(xlabel="chain depth", title="half-peak chain (DTR)")
     styles = {("native", "DTR"): ("#0072B2", "o-"), ("native", "LRU"): ("#009E73", "s-"),
               ("simrd", "DTR"): ("#D55E00", "o--"), ("simrd", "LRU"): ("#CC79A7", "s--")}
     for (engine, h), (color, fmt) in styles.items():
@@ -395,7 +450,7 @@ def figure(chain: list[dict], evictions: list[dict], path: Path) -> None:
 def main() -> int:
     global REPEAT, MIN_TIME
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--axis", choices=["chain", "evictions", "regimes", "all"], default="all")
+    ap.add_argument("--axis", choices=["chain", "halfpeak", "evictions", "regimes", "all"], default="all")
     ap.add_argument("--max-depth", type=int, default=DEPTHS[-1], help="deepest chain (default 10^6)")
     ap.add_argument("--limit", type=float, default=300.0, help="seconds per measured point")
     ap.add_argument("--simrd-max-depth", type=int, default=3_000, help="deepest chain given to simrd")
@@ -413,25 +468,28 @@ def main() -> int:
     if args.limit <= 0 or args.max_depth < 1 or args.repeat < 1 or args.rounds < 1 or args.min_time < 0:
         ap.error("--limit, --max-depth, --repeat and --rounds must be positive, --min-time not negative")
     with_ref = bool(os.environ.get("DTRLAB_SIMRD")) and not args.no_simrd
-    chain, evictions, regimes = [], [], []
+    chain, evictions, regimes, halfpeak = [], [], [], []
     if args.axis in ("regimes", "all"):
         regimes = regimes_axis(args.limit, args.rounds)
     with tempfile.TemporaryDirectory(prefix="dtrlab-scaling-") as work:
+        depths = [d for d in DEPTHS if d <= args.max_depth]
+        if args.axis in ("halfpeak", "all"):
+            halfpeak = halfpeak_axis(depths, args.limit, with_ref, args.simrd_max_depth, Path(work))
         if args.axis in ("chain", "all"):
-            depths = [d for d in DEPTHS if d <= args.max_depth]
             chain = chain_axis(depths, args.limit, with_ref, args.simrd_max_depth, Path(work))
     if args.axis in ("evictions", "all"):
         evictions = evictions_axis([k for k in args.traces.split(",") if k], RATIOS, args.limit, with_ref)
-    fits = summarize(chain, evictions)
+    fits = summarize(chain, evictions, halfpeak)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     meta = records.meta(limit_s=args.limit)
-    out.with_suffix(".json").write_text(json.dumps({"meta": meta, "regimes": regimes, "chain": chain,
-                                                    "evictions": evictions, "slopes": fits}, indent=1) + "\n")
-    text = markdown(chain, evictions, fits, regimes)
+    out.with_suffix(".json").write_text(json.dumps({"meta": meta, "regimes": regimes, "halfpeak": halfpeak,
+                                                    "chain": chain, "evictions": evictions, "slopes": fits},
+                                                   indent=1) + "\n")
+    text = markdown(chain, evictions, fits, regimes, halfpeak)
     out.with_suffix(".md").write_text(text)
-    figure(chain, evictions, out.with_suffix(".png"))
-    records.record("scaling", "Scaling: chain depth, evictions, regimes", meta, text)
+    figure(chain, evictions, out.with_suffix(".png"), halfpeak)
+    records.record("scaling", "Scaling: chain depth, half-peak chain, evictions, regimes", meta, text)
     print(text)
     return 0
 
