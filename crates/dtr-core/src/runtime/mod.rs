@@ -7,14 +7,14 @@
 //!
 //! The replay loop, locks, materialization and eviction are here; the
 //! other rooms of `Replay` are [`lazy_regions`] (which regions are stale and
-//! when they are rebuilt), [`victim`] (the victim's choice and scores),
-//! [`score_tree`] (the tree of score bounds it searches), [`report`]
+//! when they are rebuilt), [`victim`] (the pool scan and scores),
+//! [`key_blocks`] (the scan's summaries of its keys), [`report`]
 //! (diagnostics, self-check, the result) and [`session`] (the schedule fed
 //! a command at a time: what `simulate` and a real runtime both drive).
 
+mod key_blocks;
 mod lazy_regions;
 mod report;
-mod score_tree;
 mod session;
 mod victim;
 
@@ -144,11 +144,12 @@ struct Replay<'a> {
     keyed: bool,
     key_dirty: Vec<bool>,
     dirty_keys: Vec<u32>,
-    /// The keys' score bounds as a tree over the pool's slots (kept while
-    /// keyed), and the search's scratch: its heap and its stack.
-    tree: score_tree::ScoreTree,
-    by_bound: std::collections::BinaryHeap<std::cmp::Reverse<victim::ByBound>>,
-    dfs: Vec<score_tree::Place>,
+    /// The scan's scratch: slots that may hold the victim, with their rank.
+    kept: Vec<(u32, u32)>,
+    /// A pool member likely to score low at the next scan (`scan_seed`).
+    scan_hint: Option<u32>,
+    /// The keys summarized a block of slots at a time (kept while keyed).
+    blocks: key_blocks::KeyBlocks,
     /// While a model operator with an evicted input is being materialized,
     /// which regions must be rebuilt as soon as they are marked stale
     /// (see `ensure_exact`).
@@ -253,9 +254,9 @@ impl<'a> Replay<'a> {
             keyed,
             key_dirty: if keyed { vec![false; n] } else { Vec::new() },
             dirty_keys: Vec::new(),
-            tree: score_tree::ScoreTree::new(matches!(cfg.heuristic, Heuristic::Score { size: true, .. })),
-            by_bound: std::collections::BinaryHeap::new(),
-            dfs: Vec::new(),
+            kept: Vec::new(),
+            scan_hint: None,
+            blocks: key_blocks::KeyBlocks::default(),
             eager: if cfg.eager_regions { Eager::All } else { Eager::None },
             compute_changes: 0,
             eq: EqClasses::default(),
@@ -466,8 +467,8 @@ impl<'a> Replay<'a> {
             if candidate {
                 self.evictable_bytes += self.trace.storage_size(s);
             }
-            if self.keyed && self.tree.follows(self.pool.compactions()) {
-                self.tree.entered(self.pool.slot_of(s), candidate);
+            if self.keyed && self.blocks.follows(self.pool.compactions()) {
+                self.blocks.entered(self.pool.slot_of(s), candidate);
             }
         }
     }
@@ -479,8 +480,8 @@ impl<'a> Replay<'a> {
         if !self.retained[s as usize] {
             self.evictable_bytes -= self.trace.storage_size(s);
             // Before the removal, which may compact the slots.
-            if self.keyed && self.tree.follows(self.pool.compactions()) {
-                self.tree.left(self.pool.slot_of(s));
+            if self.keyed && self.blocks.follows(self.pool.compactions()) {
+                self.blocks.left(self.pool.slot_of(s));
             }
         }
         self.pool.remove(s);
