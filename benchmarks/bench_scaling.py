@@ -11,8 +11,8 @@ under a time limit:
 - **half-peak chain**: the same chain replayed with DTR at half its peak
   (the rematerialization of the whole chain is the peak), so that every
   step of it is rematerialized while the pool holds about half the chain
-  and every candidate ties: replay time and peak RSS for n = 1k ... 10^6
-  (the victim choice visits a few subtrees an eviction, not the pool);
+  and every candidate ties: replay time, evaluations and peak RSS for
+  n = 1k ... 10^6 (a victim choice that reads the pool is quadratic here);
 - **evictions**: every public trace replayed with DTR (cap 60) at a spread of
   budget ratios; replay time against the number of evictions;
 - **regimes**: the issue's workloads (LSTM at 0.265, fast; at 0.264, slow;

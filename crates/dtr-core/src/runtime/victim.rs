@@ -1,8 +1,42 @@
-//! Victim choice: the reference's pool scan, reproduced without scoring
-//! every candidate exactly: a float scan over keys kept beside the pool
-//! (summarized a block at a time: `key_blocks`), bounds of the regions not
-//! read, a candidate's second region left unread once its first shows it
-//! cannot win, and the scores.
+//! Victim choice: which pool member is evicted, as the reference decides it.
+//!
+//! **The rule** (the reference's `choose`): score every candidate (a pool
+//! member not retained) in pool order; keep a candidate whose score is `<=`
+//! the best so far; stop at the first score of 0. So the victim is the
+//! first candidate scoring 0 if there is one, else the *last* candidate in
+//! pool order among those of the least score (the tie rule), and the
+//! reference counts as evaluated every candidate up to that zero, or all.
+//! A score is the cost term (own compute, plus the evicted neighbourhood's
+//! region sums for the region heuristics) over size and staleness,
+//! correctly rounded as Python's `int / int` (`heuristic::score`).
+//!
+//! **The stages** for the region heuristics (`choose_scanned`):
+//! 1. *the filter*: one pass over the keys kept beside the pool (`Key`: a
+//!    lower bound of the cost over the size, the last access), a block of
+//!    8 slots at a time (`key_blocks`), passing over a block whose bounds
+//!    show that none of its slots can reach `best_hi`, an upper bound of
+//!    the least score taken from candidates whose key is exact (seeded by
+//!    the last choice's runner-up and each block's representative);
+//! 2. *the exact phase* (`pick`): the slots kept, lowest bound first, each
+//!    bounded from its regions' stored bounds, then made exact (its walks)
+//!    only while it could still score at most the least so far; the
+//!    forward region is read first and the reverse one not at all once
+//!    the forward one shows the candidate cannot win.
+//!
+//! **Why it is the rule**: every bound is at most the score it bounds (the
+//! float margins `HI` and `LO2` cover the keys' roundings), so a slot the
+//! filter drops scores strictly above the least, and the exact phase reads
+//! every candidate that could score it, keeping the reference's tie rule
+//! and its first zero; the arguments are beside `LO2`, `skips`,
+//! `score_floor`, `scan_seed` and `pick`.
+//!
+//! **The oracle**: `choose_bounded` scores every candidate in pool order as
+//! the reference does; the self-check compares its choice and count with
+//! the scan's at every eviction, and the golden records and the digests of
+//! every heuristic over the public traces hold the replay to the reference.
+//! (A tree of score bounds that finds the victim without reading the pool
+//! was tried, exact but slower on the pools of hundreds the main job
+//! meets: see the history of this file.)
 
 use super::key_blocks::BLOCK;
 use super::lazy_regions::Lazy;
