@@ -156,17 +156,22 @@ def slope(xs: list[float], ys: list[float]) -> float | None:
     return sum((p[0] - mx) * (p[1] - my) for p in pts) / sxx if sxx else None
 
 
-def chain_axis(depths: list[int], limit: float, with_ref: bool, ref_max_depth: int, work: Path) -> list[dict]:
+def chain_axis(depths: list[int], limit: float, with_ref: bool, ref_max_depth: int, work: Path,
+               heuristics: tuple[str, ...] = ("DTR", "LRU"), at: dict | None = None, what: str = "chain") -> list[dict]:
+    """The chain of ``write_chain`` at each depth, replayed with each of
+    ``heuristics`` at ``at`` (default: the tightest budget that lets it
+    finish, ``CHAIN_BUDGET``), without a cap."""
+    at = at or {"budget": CHAIN_BUDGET}
     rows = []
     for n in depths:
         path = work / f"chain-{n}.log"
         write_chain(n, path)
         size_mb = path.stat().st_size / 2**20
         engines = ["native", "simrd"] if with_ref and n <= ref_max_depth else ["native"]
-        for heuristic in ("DTR", "LRU"):
+        for heuristic in heuristics:
             for engine in engines:
-                log(f"chain {n:,} ({size_mb:.0f} MB) {heuristic}: {engine} ...")
-                m = measure(engine, path, [{"budget": CHAIN_BUDGET, "cap": None, "heuristic": heuristic}], limit)
+                log(f"{what} {n:,} ({size_mb:.0f} MB) {heuristic}: {engine} ...")
+                m = measure(engine, path, [{**at, "cap": None, "heuristic": heuristic}], limit)
                 row = {"depth": n, "file_mb": round(size_mb, 1), "heuristic": heuristic, "engine": engine}
                 row.update(result_fields(m))
                 rows.append(row)
@@ -176,21 +181,8 @@ def chain_axis(depths: list[int], limit: float, with_ref: bool, ref_max_depth: i
 
 
 def halfpeak_axis(depths: list[int], limit: float, with_ref: bool, ref_max_depth: int, work: Path) -> list[dict]:
-    """The chain of ``write_chain`` at half its peak, DTR without a cap."""
-    rows = []
-    for n in depths:
-        path = work / f"chain-{n}.log"
-        write_chain(n, path)
-        size_mb = path.stat().st_size / 2**20
-        for engine in ["native", "simrd"] if with_ref and n <= ref_max_depth else ["native"]:
-            log(f"half-peak chain {n:,} ({size_mb:.0f} MB): {engine} ...")
-            m = measure(engine, path, [{"ratio": 0.5, "cap": None, "heuristic": "DTR"}], limit)
-            row = {"depth": n, "file_mb": round(size_mb, 1), "heuristic": "DTR", "engine": engine}
-            row.update(result_fields(m))
-            rows.append(row)
-            log(json.dumps(row))
-        path.unlink()
-    return rows
+    """The chain at half its peak, DTR without a cap."""
+    return chain_axis(depths, limit, with_ref, ref_max_depth, work, ("DTR",), {"ratio": 0.5}, "half-peak chain")
 
 
 def result_fields(m: dict | None) -> dict:
