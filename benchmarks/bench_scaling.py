@@ -335,10 +335,12 @@ def halfpeak_markdown(rows: list[dict]) -> list[str]:
 
 def markdown(chain: list[dict], evictions: list[dict], fits: dict, regimes: list[dict] = (),
              halfpeak: list[dict] = ()) -> str:
-    out = regimes_markdown(list(regimes)) + halfpeak_markdown(list(halfpeak)) + ["## Chain depth", "",
-           "| depth | file (MB) | heuristic | engine | parse (s) | replay (s) | replays | status | evictions "
-           "| peak RSS (MB) |",
-           "|---:|---:|---|---|---:|---:|---:|---|---:|---:|"]
+    out = regimes_markdown(list(regimes)) + halfpeak_markdown(list(halfpeak))
+    if chain:
+        out += ["## Chain depth", "",
+                "| depth | file (MB) | heuristic | engine | parse (s) | replay (s) | replays | status | evictions "
+                "| peak RSS (MB) |",
+                "|---:|---:|---|---|---:|---:|---:|---|---:|---:|"]
     for r in chain:
         if r.get("finished"):
             out.append(f"| {r['depth']:,} | {r['file_mb']} | {r['heuristic']} | {r['engine']} | {r['parse_s']} | "
@@ -346,9 +348,10 @@ def markdown(chain: list[dict], evictions: list[dict], fits: dict, regimes: list
         else:
             out.append(f"| {r['depth']:,} | {r['file_mb']} | {r['heuristic']} | {r['engine']} | - | "
                        f"{r.get('error', 'time limit')} | - | - | - | - |")
-    out += ["", "## Evictions (every trace, DTR, cap 60)", "",
-            "| trace | ratio | engine | replay (s) | replays | status | evictions | µs per eviction |",
-            "|---|---:|---|---:|---:|---|---:|---:|"]
+    if evictions:
+        out += ["", "## Evictions (every trace, DTR, cap 60)", "",
+                "| trace | ratio | engine | replay (s) | replays | status | evictions | µs per eviction |",
+                "|---|---:|---|---:|---:|---|---:|---:|"]
     out += table_rows(evictions, ["trace", "ratio", "engine"], lambda r: [
         str(r["replay_s"]), str(r["replays"]), r["status"], f"{r['evictions']:,}",
         f"{1e6 * r['replay_s'] / r['evictions']:.1f}" if r["evictions"] else "-"], 5)
