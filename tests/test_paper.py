@@ -368,7 +368,8 @@ def test_page_fill_sees_a_page_left_half_empty(tmp_path):
     from dtrlab.report import pages
 
     pdf = tmp_path / "three.pdf"
-    with PdfPages(pdf) as out:
+    # (matplotlib's own defaults: another test may have set the paper theme in this process)
+    with matplotlib.style.context("default"), PdfPages(pdf) as out:
         for share in (0.8, 0.16, 0.1):
             fig = plt.figure(figsize=(8.27, 11.69))
             for i in range(int(share * 100)):  # lines of "text" from the top of the text block
