@@ -89,3 +89,18 @@ def test_results_md_is_what_the_records_render():
     records = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(records)
     assert (REPO / "benchmarks" / "RESULTS.md").read_text() == records.render()
+
+
+def test_the_readmes_times_are_the_pipeline_benchmarks():
+    """The README quotes one time each for its two commands: the ones
+    benchmarks/bench_pipeline.py recorded (no hand-typed figure)."""
+    import json
+    import re
+
+    readme = (REPO / "README.md").read_text()
+    quoted = re.findall(r"`make (test|run)` took (\d+ min \d+ s)", " ".join(readme.split()))
+    assert {what for what, _ in quoted} == {"test", "run"}, quoted
+    record = json.loads((REPO / "benchmarks" / "records" / "pipeline.json").read_text())["markdown"]
+    for what, took in quoted:
+        row = next(line for line in record.splitlines() if line.startswith(f"| `make {what}"))
+        assert f"| {took} |" in row, (what, took, row)
