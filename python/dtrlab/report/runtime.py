@@ -118,23 +118,21 @@ def measured_pathology_sentence(holes: int, holes_run: int, switches: int, switc
     parts = []
     if holes_run:
         if holes == holes_run:
-            parts.append("the hole appears there too" if holes_run == 1
-                         else f"all {holes_run} holes appear there too")
+            parts.append("the hole appears too" if holes_run == 1 else f"all {holes_run} holes appear too")
         elif holes == 0:
-            parts.append("the hole does not appear there" if holes_run == 1
-                         else f"none of the {holes_run} holes appears there")
+            parts.append("the hole does not appear" if holes_run == 1 else f"none of the {holes_run} holes appears")
         else:
-            parts.append(f"{holes} of the {holes_run} holes {'appears' if holes == 1 else 'appear'} there too")
+            parts.append(f"{holes} of the {holes_run} holes {'appears' if holes == 1 else 'appear'} too")
     if switches:
         what = f"overheads {factor:g}-fold apart or more"
         if switches_kept == switches:
-            parts.append(f"the one switch whose sides both complete there keeps {what}" if switches == 1
-                         else f"all {switches} switches whose sides both complete there keep {what}")
+            parts.append(f"the one switch whose sides both complete keeps {what}" if switches == 1
+                         else f"all {switches} switches whose sides both complete keep {what}")
         elif switches_kept == 0:
-            parts.append(f"the one switch whose sides both complete there does not keep {what}" if switches == 1
-                         else f"none of the {switches} switches whose sides both complete there keeps {what}")
+            parts.append(f"the one switch whose sides both complete does not keep {what}" if switches == 1
+                         else f"none of the {switches} switches whose sides both complete keeps {what}")
         else:
-            parts.append(f"{switches_kept} of the {switches} switches whose sides both complete there "
+            parts.append(f"{switches_kept} of the {switches} switches whose sides both complete "
                          f"{'keeps' if switches_kept == 1 else 'keep'} {what}")
     if not parts:
         return "In measured mode, no hole or regime switch was run on both sides to completion."
