@@ -218,8 +218,8 @@ class Session:
     def budget(self) -> int | None: ...
     @property
     def core_ns(self) -> int:
-        """Nanoseconds spent in the core's ``advance`` so far (the binding's
-        call and conversions not counted)."""
+        """Nanoseconds spent in the core's ``advance`` so far, its new events
+        copied out included (Python's call and conversions not counted)."""
     def advance(self, end: int) -> tuple[str, list[tuple[int, int, int]]]:
         """Replay up to command ``end``: the status and the new events
         ``(kind, storage, tensor)``, kind 0 evict, 1 evict on release, 2 rematerialize."""

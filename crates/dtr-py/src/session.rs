@@ -46,8 +46,9 @@ pub struct Session {
     run: Option<Inputs>,
     /// Events already handed out by `advance`.
     delivered: usize,
-    /// Nanoseconds spent in the core's `advance` (not in the binding's
-    /// conversions), for the runtime benchmark.
+    /// Nanoseconds spent in the core's `advance` and in copying out its new
+    /// events (not in Python's call and conversions), for the runtime
+    /// benchmark.
     #[pyo3(get)]
     core_ns: u64,
 }

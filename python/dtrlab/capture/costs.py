@@ -66,10 +66,10 @@ def _call_key(obj, leaves: list) -> None:
     if isinstance(obj, _Tensor):
         leaves.append(obj.shape)
         leaves.append(obj.dtype)
-    elif type(obj) is tuple or type(obj) is list or type(obj) is dict or isinstance(obj, (tuple, list, dict)):
+    elif isinstance(obj, (tuple, list, dict)):
         leaves.append(type(obj))
         leaves.append(len(obj))
-        if type(obj) is dict:
+        if isinstance(obj, dict):
             for k, v in obj.items():
                 leaves.append(k)
                 _call_key(v, leaves)
@@ -92,7 +92,7 @@ def roofline(func, args, kwargs, out, ins: list | None = None, outs: list | None
         in_storages = {a.untyped_storage()._cdata for a in ins}
         if all(o.untyped_storage()._cdata in in_storages for o in outs):
             return LAUNCH_NS  # a view
-    moved = sum(t.numel() * t.element_size() for t in ins) + sum(t.numel() * t.element_size() for t in outs)
+    moved = sum(map(tensor_bytes, ins)) + sum(map(tensor_bytes, outs))
     seconds = max(operator_flops(func, args, kwargs, out) / PEAK_FLOPS, moved / BANDWIDTH)
     return LAUNCH_NS + math.ceil(seconds * 1e9)
 

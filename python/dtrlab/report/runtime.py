@@ -105,10 +105,6 @@ def measured_sentence(agree: int, budgets: int) -> str:
             f"budgets ({100 * agree / budgets:.0f}\\%).")
 
 
-def _count(n: int, one: str, many: str) -> str:
-    return f"{n} {one if n == 1 else many}"
-
-
 def measured_pathology_sentence(holes: int, holes_run: int, switches: int, switches_kept: int,
                                 factor: float) -> str:
     """Whether the holes and switches run in model memory appear in measured

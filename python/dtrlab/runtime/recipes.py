@@ -33,30 +33,18 @@ HIDDEN_WRITES = {
 }
 
 
+@dataclass(slots=True, unsafe_hash=True)
 class Ref:
-    """A tensor argument: the engine's tensor id. (A plain class with
-    slots: a recipe is made at every operator call, a frozen dataclass
-    costs several times more.)"""
+    """A tensor argument: the engine's tensor id. (Slotted, not frozen: a
+    recipe is made at every operator call, and a frozen dataclass's
+    constructor costs several times more.)"""
 
-    __slots__ = ("tensor",)
-
-    def __init__(self, tensor: int) -> None:
-        self.tensor = tensor
-
-    def __eq__(self, other) -> bool:
-        return type(other) is type(self) and other.tensor == self.tensor
-
-    def __hash__(self) -> int:
-        return hash((type(self), self.tensor))
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.tensor})"
+    tensor: int
 
 
+@dataclass(slots=True, unsafe_hash=True)
 class Written(Ref):
     """The tensor an in-place operator writes."""
-
-    __slots__ = ()
 
 
 @dataclass
