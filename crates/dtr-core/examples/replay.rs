@@ -52,6 +52,7 @@ fn main() {
                 events,
                 self_check,
                 eager_regions,
+                explain: false,
                 memory: None,
             };
             for _ in 0..repeat {

@@ -29,6 +29,7 @@ pub fn baseline(trace: &Trace) -> Result<Baseline, EngineError> {
         events: false,
         self_check: false,
         eager_regions: false,
+        explain: false,
         memory: None,
     };
     let r = simulate(trace, &cfg)?;

@@ -36,6 +36,40 @@ pub struct EventLog {
     /// Pinned bytes right after the event.
     pub pinned: Vec<u64>,
     pub clock: Vec<u64>,
+    /// Why each eviction chose its victim, one entry an event (`None` for
+    /// eager evictions and rematerializations); kept only when asked for
+    /// (`RunConfig::explain`).
+    pub decisions: Option<Vec<Option<Decision>>>,
+}
+
+/// One candidate as the heuristic scored it: the score and the terms it is
+/// made of. A term the heuristic does not read is `None` (all of them for
+/// `RandomStorage`, which has no score; `LRU` scores the last access alone).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Scored {
+    pub storage: u32,
+    pub score: Option<f64>,
+    /// The cost term, summed from the parts below as the heuristic sums it.
+    pub cost: Option<i128>,
+    /// Own compute, and the compute of the evicted neighbourhood: the
+    /// forward and reverse regions, or the equivalence classes' values.
+    pub own: Option<i128>,
+    pub forward: Option<i128>,
+    pub reverse: Option<i128>,
+    pub classes: Option<i128>,
+    pub size: u64,
+    /// Clock minus last access; `None` when never accessed (infinite).
+    pub staleness: Option<u64>,
+}
+
+/// An eviction's decision: the victim, and the candidate the rule would
+/// have chosen without it (none when the victim was the only candidate).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Decision {
+    pub victim: Scored,
+    pub runner_up: Option<Scored>,
+    /// Candidates in the pool when the choice was made.
+    pub candidates: u64,
 }
 
 impl EventLog {
@@ -59,6 +93,21 @@ impl EventLog {
         self.size.push(size);
         self.pinned.push(pinned);
         self.clock.push(clock);
+        if let Some(d) = self.decisions.as_mut() {
+            d.push(None);
+        }
+    }
+
+    /// A log that also keeps every eviction's decision.
+    pub fn explaining() -> Self {
+        EventLog { decisions: Some(Vec::new()), ..EventLog::default() }
+    }
+
+    /// Attach `decision` to the last event pushed (kept only when explaining).
+    pub fn explain_last(&mut self, decision: Decision) {
+        if let Some(last) = self.decisions.as_mut().and_then(|d| d.last_mut()) {
+            *last = Some(decision);
+        }
     }
 
     pub fn len(&self) -> usize {

@@ -23,7 +23,7 @@ pub mod trace;
 
 pub use baseline::{baseline, budget_for_ratio, remat_limit, Baseline};
 pub use error::{EngineError, TraceError};
-pub use events::{EventKind, EventLog};
+pub use events::{Decision, EventKind, EventLog, Scored};
 pub use heuristic::{Heuristic, Terms, HEURISTIC_NAMES};
 pub use memory::MemoryGuard;
 pub use outcome::{Fail, RunResult, RunStatus};

@@ -1,7 +1,7 @@
 //! The pure-Rust core against the reference records of the 40 synthetic
 //! traces (tests/golden/synthetic): every field, eviction sequences included.
 
-use dtr_core::{baseline, budget_for_ratio, parse_trace, remat_limit, simulate, Heuristic, RunConfig, RunResult};
+use dtr_core::{baseline, EventKind, budget_for_ratio, parse_trace, remat_limit, simulate, Heuristic, RunConfig, RunResult};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -40,6 +40,35 @@ fn as_record(r: &RunResult) -> HashMap<&'static str, Value> {
     ])
 }
 
+/// Every heuristic eviction carries its decision, about its own victim,
+/// whose score is the least: a runner-up never scores below it, and each
+/// score's cost term is the sum of its parts.
+fn decisions_hold(r: &RunResult, h: Heuristic, name: &str) {
+    let ev = r.events.as_ref().unwrap();
+    let decisions = ev.decisions.as_ref().expect("an explaining run keeps decisions");
+    assert_eq!(decisions.len(), ev.len(), "{name}");
+    for (i, d) in decisions.iter().enumerate() {
+        assert_eq!(d.is_some(), ev.kind[i] == EventKind::Evict, "{name} event {i}");
+        let Some(d) = d else { continue };
+        assert_eq!(d.victim.storage, ev.storage[i], "{name} event {i}");
+        assert!(d.candidates > d.runner_up.is_some() as u64, "{name} event {i}");
+        for c in std::iter::once(&d.victim).chain(&d.runner_up) {
+            let parts = [c.own, c.forward, c.reverse, c.classes].iter().flatten().sum::<i128>();
+            match h {
+                Heuristic::Random => assert!(c.score.is_none() && c.cost.is_none()),
+                Heuristic::Lru => assert!(c.score.is_some() && c.cost.is_none()),
+                Heuristic::Score { .. } => {
+                    assert!(c.cost == Some(parts) || c.cost == Some(1) && c.own.is_none(), "{name} event {i}: {c:?}")
+                }
+            }
+        }
+        if let (Some(u), Heuristic::Score { .. } | Heuristic::Lru) = (&d.runner_up, h) {
+            assert_ne!(u.storage, d.victim.storage, "{name} event {i}");
+            assert!(u.score.unwrap() >= d.victim.score.unwrap(), "{name} event {i}: {d:?}");
+        }
+    }
+}
+
 #[test]
 fn every_synthetic_record_matches() {
     let dir = golden_dir();
@@ -70,13 +99,19 @@ fn every_synthetic_record_matches() {
             events: true,
             self_check: true,
             eager_regions: false,
+            explain: false,
             memory: None,
         };
         // With the self-check (every region settled after every command) and
         // without it (regions rebuilt only when read).
-        for self_check in [true, false] {
-            let cfg = RunConfig { self_check, ..cfg.clone() };
-            let got = as_record(&simulate(trace, &cfg).unwrap());
+        // And explaining every decision, which must change nothing.
+        for (self_check, explain) in [(true, false), (false, false), (false, true)] {
+            let cfg = RunConfig { self_check, explain, ..cfg.clone() };
+            let r = simulate(trace, &cfg).unwrap();
+            if explain {
+                decisions_hold(&r, cfg.heuristic, &name);
+            }
+            let got = as_record(&r);
             for (field, value) in got {
                 if let Some(expected) = rec.get(field) {
                     assert_eq!(&value, expected, "{name} {} ratio {ratio} cap {} self_check {self_check}: {field}",

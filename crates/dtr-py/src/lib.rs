@@ -185,6 +185,7 @@ impl Trace {
             events: false,
             self_check: false,
             eager_regions: false,
+            explain: false,
             memory: None,
         };
         Ok((budget, cfg))
@@ -338,7 +339,7 @@ impl Trace {
     /// labelled with the caller's trace `key` and `start`.
     /// The heuristic and the cap have no defaults here: they are the
     /// configuration's (`dtrlab.engine.DEFAULT_HEURISTIC`, `DEFAULT_CAP`).
-    #[pyo3(signature = (result_type, *, key, start, heuristic, cap, budget=None, ratio=None, seed=0, retain=Vec::new(), events=false, self_check=false, eager_regions=false, memory_limit=None))]
+    #[pyo3(signature = (result_type, *, key, start, heuristic, cap, budget=None, ratio=None, seed=0, retain=Vec::new(), events=false, explain=false, self_check=false, eager_regions=false, memory_limit=None))]
     #[allow(clippy::too_many_arguments)]
     fn simulate<'py>(
         &self,
@@ -353,12 +354,15 @@ impl Trace {
         seed: u64,
         retain: Vec<u32>,
         events: bool,
+        explain: bool,
         self_check: bool,
         eager_regions: bool,
         memory_limit: Option<u64>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let (_, mut cfg) = self.config(py, heuristic, cap, budget, ratio, seed, retain)?;
-        cfg.events = events;
+        // Decisions are kept in the event log: explaining records events.
+        cfg.events = events || explain;
+        cfg.explain = explain;
         cfg.self_check = self_check;
         cfg.eager_regions = eager_regions;
         cfg.memory = memory_guard(memory_limit, " or ask for less (events=False, a cap on the overhead)");

@@ -254,6 +254,9 @@ impl RunResult {
                 e.set_item("size", &ev.size)?;
                 e.set_item("pinned", &ev.pinned)?;
                 e.set_item("clock", &ev.clock)?;
+                if let Some(decisions) = &ev.decisions {
+                    decision_columns(&e, decisions)?;
+                }
                 Some(e.unbind())
             }
         };
@@ -294,4 +297,29 @@ impl RunResult {
     pub fn into_instance<'py>(self, class: &Bound<'py, PyType>) -> PyResult<Bound<'py, PyAny>> {
         class.call((), Some(&self.kwargs(class.py())?))
     }
+}
+
+/// The decision columns of an explained event log (`simulate(explain=True)`):
+/// the victim's score and terms, the candidates, the runner-up and its score
+/// and terms; `None` where an event is no heuristic eviction, or a term is
+/// not the heuristic's.
+fn decision_columns(e: &Bound<'_, PyDict>, decisions: &[Option<core::Decision>]) -> PyResult<()> {
+    let victims: Vec<Option<&core::Scored>> = decisions.iter().map(|d| d.as_ref().map(|d| &d.victim)).collect();
+    let runners: Vec<Option<&core::Scored>> = decisions.iter().map(|d| d.as_ref().and_then(|d| d.runner_up.as_ref())).collect();
+    e.set_item("candidates", decisions.iter().map(|d| d.map(|d| d.candidates)).collect::<Vec<_>>())?;
+    for (prefix, of) in [("victim", &victims), ("runner_up", &runners)] {
+        let col = |f: fn(&core::Scored) -> Option<i128>| of.iter().map(|c| c.and_then(f)).collect::<Vec<_>>();
+        if prefix == "runner_up" {
+            e.set_item("runner_up", of.iter().map(|c| c.map(|c| c.storage)).collect::<Vec<_>>())?;
+            e.set_item("runner_up_size", of.iter().map(|c| c.map(|c| c.size)).collect::<Vec<_>>())?;
+        }
+        e.set_item(format!("{prefix}_score"), of.iter().map(|c| c.and_then(|c| c.score)).collect::<Vec<_>>())?;
+        e.set_item(format!("{prefix}_cost"), col(|c| c.cost))?;
+        e.set_item(format!("{prefix}_own"), col(|c| c.own))?;
+        e.set_item(format!("{prefix}_forward"), col(|c| c.forward))?;
+        e.set_item(format!("{prefix}_reverse"), col(|c| c.reverse))?;
+        e.set_item(format!("{prefix}_classes"), col(|c| c.classes))?;
+        e.set_item(format!("{prefix}_staleness"), of.iter().map(|c| c.and_then(|c| c.staleness)).collect::<Vec<_>>())?;
+    }
+    Ok(())
 }

@@ -57,6 +57,11 @@ pub struct RunConfig {
     /// candidate exactly, as the reference orders the work: same results,
     /// slower; an oracle for tests of the lazy bookkeeping.
     pub eager_regions: bool,
+    /// Keep with every eviction the heuristic's decision (with `events`):
+    /// the victim's score and terms and the runner-up's. Off, it costs
+    /// nothing; on, the runner-up is scored exactly (and regions made exact
+    /// sooner, which changes no result).
+    pub explain: bool,
     /// Stop with `EngineError::Limit` once the engine holds more bytes than
     /// this allows (checked after every command and every eviction).
     pub memory: Option<MemoryGuard>,
@@ -286,7 +291,11 @@ impl<'a> Replay<'a> {
             marks: Marks::new(n),
             marks2: Marks::new(n),
             scratch: Vec::new(),
-            events: if cfg.events { Some(EventLog::default()) } else { None },
+            events: match (cfg.events, cfg.explain) {
+                (false, _) => None,
+                (true, false) => Some(EventLog::default()),
+                (true, true) => Some(EventLog::explaining()),
+            },
             regions_on,
             eq_on,
             line: 0,
@@ -629,7 +638,11 @@ impl<'a> Replay<'a> {
                     held: self.held_storages(),
                 }));
             };
+            let decision = (self.cfg.explain && self.events.is_some()).then(|| self.decision(v));
             self.evict(v, EventKind::Evict, depth);
+            if let (Some(d), Some(ev)) = (decision, self.events.as_mut()) {
+                ev.explain_last(d);
+            }
             if let Some(m) = self.cfg.memory {
                 m.check()?;
             }

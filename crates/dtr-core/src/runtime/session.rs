@@ -168,6 +168,7 @@ mod tests {
             events: true,
             self_check: true,
             eager_regions: false,
+            explain: false,
             memory: None,
         }
     }

@@ -42,6 +42,7 @@ use super::key_blocks::BLOCK;
 use super::lazy_regions::Lazy;
 use super::Replay;
 use crate::error::EngineError;
+use crate::events::{Decision, Scored};
 use crate::heuristic::{int_to_f64, score, Candidate, Cost, CostParts, Heuristic};
 use crate::pool::HOLE;
 use crate::regions::{Direction, GraphView};
@@ -808,6 +809,87 @@ impl Replay<'_> {
                 self.candidate_score(size, stale, s, cost.term(parts))
             }
         }
+    }
+
+    // ----- forensics of a decision (`RunConfig::explain`) -------------------
+
+    /// Why `v` is the victim: its score and terms, and the runner-up's (the
+    /// candidate the rule picks from the same pool without `v`). Counts no
+    /// evaluation. Scoring exactly makes regions exact sooner than the
+    /// replay would, which changes no result (the eager oracle does it at
+    /// every choice).
+    pub(super) fn decision(&mut self, v: u32) -> Decision {
+        let h = self.cfg.heuristic;
+        let candidates = self.pool.iter().filter(|&s| !self.retained[s as usize]).count() as u64;
+        let runner_up = self.runner_up(h, v);
+        Decision { victim: self.scored(h, v), runner_up: runner_up.map(|s| self.scored(h, s)), candidates }
+    }
+
+    /// The rule's choice over the pool without `v`: `v` is held back as a
+    /// retained storage is for the length of the choice (no key, walk or
+    /// region reads `retained`: only the candidates' enumeration does).
+    fn runner_up(&mut self, h: Heuristic, v: u32) -> Option<u32> {
+        let held = std::mem::replace(&mut self.retained[v as usize], true);
+        let picked = match h {
+            Heuristic::Random => None,
+            Heuristic::Score { cost: cost @ (Cost::Neighbourhood | Cost::Msps), size, stale } => {
+                self.choose_bounded(cost, size, stale).0
+            }
+            h => {
+                let (mut best, mut best_s, mut i) = (f64::INFINITY, None, 0);
+                while let Some(s) = self.next_candidate(&mut i) {
+                    let h_s = self.score(h, s);
+                    if h_s <= best {
+                        best = h_s;
+                        best_s = Some(s);
+                    }
+                    if h_s == 0.0 {
+                        break;
+                    }
+                }
+                best_s
+            }
+        };
+        self.retained[v as usize] = held;
+        picked
+    }
+
+    /// The score of `s` under `h` with the exact terms it is made of.
+    fn scored(&mut self, h: Heuristic, s: u32) -> Scored {
+        let si = s as usize;
+        let access = self.last_access_int[si];
+        let staleness = (access != self.never_access).then(|| (self.clock as i64 - access) as u64);
+        let mut d = Scored { storage: s, size: self.trace.storage_size(s), staleness, ..Scored::default() };
+        match h {
+            Heuristic::Random => {}
+            Heuristic::Lru => d.score = Some(self.score(h, s)),
+            Heuristic::Score { cost, size, stale } => {
+                let mut parts = CostParts { own: self.compute[si] as i128, ..CostParts::default() };
+                let region = |r: &mut Self, dir| r.exact_within(s, dir, None).expect("no limit") as i128;
+                match cost {
+                    Cost::Neighbourhood => {
+                        parts.forward = region(self, Direction::Forward);
+                        parts.reverse = region(self, Direction::Reverse);
+                        (d.forward, d.reverse) = (Some(parts.forward), Some(parts.reverse));
+                    }
+                    Cost::Msps => {
+                        parts.reverse = region(self, Direction::Reverse);
+                        d.reverse = Some(parts.reverse);
+                    }
+                    Cost::EqClass => {
+                        parts.classes = self.eq_neighbour_sum(s);
+                        d.classes = Some(parts.classes);
+                    }
+                    Cost::Local | Cost::Unit => {}
+                }
+                if cost != Cost::Unit {
+                    d.own = Some(parts.own);
+                }
+                let term = cost.term(parts);
+                (d.cost, d.score) = (Some(term), Some(self.candidate_score(size, stale, s, term)));
+            }
+        }
+        d
     }
 
     /// Sum of the values of the distinct classes of `s`'s evicted neighbours.
