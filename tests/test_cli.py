@@ -125,3 +125,20 @@ def test_every_help_shows_each_default_and_it_is_the_one_used():
                 continue
             shown = (action.help or "").replace("%(default)s", str(action.default))
             assert f"default {action.default}" in shown and "".join(shown.split()) in text, (name, action.dest)
+
+
+def test_why_names_the_first_different_victim_and_its_cause(trace_dir):
+    p = dtrlab("why", "lstm", "--ratios", "0.265", "0.264", "--json")
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert out["runs"] == ["0.265", "0.264"] and (out["decision"], out["cause"]) == (66, "clock")
+    human = dtrlab("why", "lstm", "--ratios", "0.265", "0.264").stdout
+    assert "decision 66 differs (65 same victims before)" in human and "cause: clock" in human
+
+
+@pytest.mark.parametrize("ratios, message", [(["0.5", "0.5"], "two different budgets"), (["0.5", "0"], "must be > 0"),
+                                             (["0.5"], "expected 2 arguments")])
+def test_why_refuses_bad_ratios_in_one_line(ratios, message, tmp_path):
+    p = dtrlab("why", "lstm", "--ratios", *ratios)
+    # One error line (argparse's usage may come before it), never a traceback.
+    assert p.returncode == 2 and message in p.stderr.strip().splitlines()[-1] and "Traceback" not in p.stderr, p.stderr

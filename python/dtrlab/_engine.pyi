@@ -186,6 +186,7 @@ class Trace:
         seed: int = 0,
         retain: list[int] = ...,
         events: bool = False,
+        explain: bool = False,
         self_check: bool = False,
         eager_regions: bool = False,
         memory_limit: int | None = None,

@@ -63,6 +63,12 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--simrd", default=None, help="checkout of the reference (overrides DTRLAB_SIMRD)")
     sim.add_argument("--evicted-ids", action="store_true", help="include per-storage eviction counts")
 
+    why = sub.add_parser("why", help="where the replays at two budgets first choose a different victim, and why")
+    _add_trace_args(why)
+    why.add_argument("--ratios", type=float, nargs=2, required=True, metavar=("A", "B"),
+                     help="the two budgets, as fractions of the baseline peak")
+    _add_policy_args(why, "eviction heuristic, by simrd's names", "overhead cap: stop as 'thrashed' past cap x compute")
+
     base = sub.add_parser("baseline", help="infinite-budget figures: peak, compute, const, bottleneck")
     _add_trace_args(base)
     base.add_argument("--engine", choices=("native", "simrd"), default=_DEFAULTS["engine"]["name"],
@@ -174,6 +180,43 @@ def cmd_simulate(args) -> int:
                              cap=None if args.no_cap else args.cap, seed=args.seed, retain=args.retain,
                              engine=args.engine)
     _print_record(args, result.to_dict(evicted_ids=args.evicted_ids))
+    return 0
+
+
+def _decision_line(d: dict) -> str:
+    def cand(c: dict) -> str:
+        return f"storage {c['storage_id']} ({c['op_name']}) score {c['score']:.4g}" if c["score"] is not None else (
+            f"storage {c['storage_id']} ({c['op_name']})")
+
+    line = f"op {d['model_op']}, clock {d['clock']}: evicts {cand(d['victim'])}"
+    return line + (f"; runner-up {cand(d['runner_up'])}" if d["runner_up"] else "; no runner-up")
+
+
+def cmd_why(args) -> int:
+    from dtrlab.analysis import decisions
+
+    a, b = (arguments.real("--ratios", r, 0.0, lo_open=True) for r in args.ratios)
+    if a == b:
+        raise BadArgument("--ratios: give two different budgets")
+    trace = engine.load_trace(args.trace, start=args.start)
+    runs = {f"{r:g}": engine.simulate(trace, ratio=r, heuristic=args.heuristic,
+                                      cap=None if args.no_cap else args.cap, explain=True) for r in (a, b)}
+    out = decisions.first_divergence(trace, runs, args.heuristic)
+    if args.json:
+        print(json.dumps(out, sort_keys=False))
+        return 0
+    la, lb = out["runs"]
+    print(f"{la}: {out['decisions'][la]:,} decisions; {lb}: {out['decisions'][lb]:,}")
+    if out["decision"] is None:
+        print("no victim differs: one run's victims are the first of the other's")
+        return 0
+    print(f"decision {out['decision']} differs ({out['same_victims_before']} same victims before)")
+    for label in (la, lb):
+        print(f"{label}: {_decision_line(out[label])}")
+    reason = {"clock": f"only the clock differs; the two scores cross at clock {out['crossover_clock']:.0f}",
+              "terms": "the same two candidates lead, with different cost terms",
+              "pool": "the choices are between different candidates"}[out["cause"]]
+    print(f"cause: {out['cause']}: {reason}")
     return 0
 
 
@@ -301,6 +344,7 @@ def _against(manifest: str, reference: str) -> int:
 #: Subcommand -> handler (the workflow's steps are not commands: see dtrlab.steps).
 COMMANDS = {
     "simulate": cmd_simulate,
+    "why": cmd_why,
     "baseline": cmd_baseline,
     "fetch": cmd_fetch,
     "fetch-simrd": cmd_fetch_simrd,

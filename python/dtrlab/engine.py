@@ -146,6 +146,8 @@ def baseline(trace: Trace | str | os.PathLike, engine: str = "native") -> Baseli
     """Peak memory (the reference for budget ratios), compute, const, bottleneck."""
     t = _as_trace(trace)
     if engine == "simrd":
+        if explain:
+            raise ValueError("explain=True is the native engine's (the reference keeps no decisions)")
         from dtrlab import reference
 
         return Baseline(**reference.baseline(t.path, start=t.start))
@@ -181,6 +183,13 @@ class SimResult(_engine.RunResult):
             return None
         import pandas as pd
 
+        if "candidates" in self.events_columns:
+            # Decision columns are empty where an event is no heuristic
+            # eviction: nullable integers keep their terms exact.
+            import pyarrow as pa
+
+            nullable = {pa.int64(): pd.Int64Dtype(), pa.null(): pd.Int64Dtype(), pa.float64(): pd.Float64Dtype()}
+            return self.events_arrow().to_pandas(types_mapper=nullable.get)
         return pd.DataFrame(self.events_columns)
 
     def events_arrow(self):
@@ -220,6 +229,7 @@ def simulate(
     seed: int | None = None,
     retain: Iterable[int] = (),
     events: bool = False,
+    explain: bool = False,
     engine: str = "native",
     start: bool = False,
     self_check: bool = False,
@@ -231,6 +241,11 @@ def simulate(
     ``cap=None`` removes the overhead cap. ``seed`` seeds ``RandomStorage``
     (default 0). ``retain`` lists storage ids that are never evicted.
     ``events=True`` records every eviction and rematerialization.
+    ``explain=True`` (native engine; implies ``events``) adds to each
+    heuristic eviction its decision: the victim's score and terms, the
+    number of candidates, and the runner-up (the candidate the heuristic picks
+    without the victim) with its score and terms (see
+    :mod:`dtrlab.analysis.decisions`). Slower, same result.
     ``start`` applies only when ``trace`` is a path or key. ``self_check``
     makes the native engine verify its invariants after every command (slow;
     a violation raises :class:`dtrlab.EngineError`). ``eager_regions`` makes
@@ -252,12 +267,15 @@ def simulate(
     seed = 0 if seed is None else arguments.integer("seed", seed)
     retain = arguments.storage_ids("retain", retain)
     arguments.boolean("events", events)
+    arguments.boolean("explain", explain)
     arguments.boolean("start", start)
     arguments.boolean("self_check", self_check)
     arguments.boolean("eager_regions", eager_regions)
     if memory_limit is not None:
         memory_limit = arguments.integer("memory_limit", memory_limit, lo=1)
     arguments.choice("engine", engine, ("native", "simrd"))
+    if explain and engine != "native":
+        raise ValueError("explain=True is the native engine's (the reference keeps no decisions)")
     t = _as_trace(trace, start=start)
     if engine == "native":
         return t._native.simulate(
@@ -271,6 +289,7 @@ def simulate(
             seed=seed,
             retain=retain,
             events=events,
+            explain=explain,
             self_check=self_check,
             eager_regions=eager_regions,
             memory_limit=memory_limit,

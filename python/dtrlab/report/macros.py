@@ -8,6 +8,7 @@ results (``macros.tex``): no number in the text is typed by hand.
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -112,7 +113,72 @@ def reeviction(c2: dict) -> dict[str, str]:
         "TopTenShareFast": percent(f["top10_share"]), "TopTenShareSlow": percent(s["top10_share"]),
         "EvictedJaccard": fixed(c2["jaccard"], 3), "EvictedJaccardExact": fixed(c2["jaccard"], 5),
         "OnlySlowStorages": integer(c2["only_slow"]), "OnlyFastStorages": integer(c2["only_fast"]),
+        "LstmDivergenceSentence": divergence_sentence(c2),
+        "LstmMarginsSentence": margins_sentence(c2),
     }
+
+
+def sci(v: float) -> str:
+    r"""A score in scientific notation, math mode: $2.79\times10^{-10}$."""
+    if v == 0 or not math.isfinite(v):
+        return "$0$" if v == 0 else "$\\infty$" if v > 0 else "$-\\infty$"
+    e = math.floor(math.log10(abs(v)))
+    m = v / 10**e
+    if round(m, 2) >= 10:  # 9.996e-11 prints as 1.00e-10
+        m, e = m / 10, e + 1
+    return f"${m:.2f}\\times10^{{{e}}}$"
+
+
+def _output_of(c: dict) -> str:
+    return f"the output of \\texttt{{{escape(c['op_name'])}}}"
+
+
+def divergence_sentence(c2: dict) -> str:
+    """Where the fast and slow LSTM runs first choose different victims, and
+    why (``analysis.decisions``), in words for each cause."""
+    d = c2.get("divergence")
+    if d is None:
+        return "(The decision forensics need the native engine; this run used another.)"
+    if d["decision"] is None:
+        return ("No victim differs: one run's victims are the first of the other's, in the same order "
+                "(the two runs part only in how many evictions they need).")
+    k, fast, slow = d["same_victims_before"], d["fast"], d["slow"]
+    earlier = fast["clock"] - slow["clock"]
+    when = (f"{integer(earlier)} clock units earlier" if earlier > 0 else
+            f"{integer(-earlier)} clock units later" if earlier < 0 else "at the same clock")
+    text = ("Their first heuristic evictions already differ. " if k == 0 else
+            f"Both runs choose the same victims in the same order for their first "
+            f"{counted(k, 'heuristic eviction', 'heuristic evictions')}; decision {integer(d['decision'])} differs. ")
+    text += (f"At operator {integer(fast['model_op'])} the fast run evicts {_output_of(fast['victim'])} "
+            f"(score {sci(fast['victim']['score'])})")
+    if fast["runner_up"] is not None:
+        text += f" ahead of {_output_of(fast['runner_up'])} ({sci(fast['runner_up']['score'])})"
+    text += (f"; at operator {integer(slow['model_op'])}, {when}, the slow run evicts "
+             f"{_output_of(slow['victim'])} (score {sci(slow['victim']['score'])})")
+    if slow["runner_up"] is not None:
+        text += f" ahead of {_output_of(slow['runner_up'])} ({sci(slow['runner_up']['score'])})"
+    text += ". "
+    if d["cause"] == "clock":
+        text += ("Each of the two has the same cost, size and last access in both runs: only the moment of the "
+                 f"choice differs, and their scores cross at clock {integer(round(d['crossover_clock']))}, "
+                 "between the two decisions.")
+    elif d["cause"] == "terms":
+        text += "The same two lead, but their cost terms differ: their evicted neighbourhoods have already parted."
+    else:
+        text += "The two choices are between different candidates."
+    return text
+
+
+def margins_sentence(c2: dict) -> str:
+    """How often the runner-up came within 1 % of the victim's score."""
+    m = c2.get("margins")
+    if m is None:
+        return ""
+    share = {k: v["within_1pct"] / v["with_runner_up"] if v["with_runner_up"] else 0.0 for k, v in m.items()}
+    return (f"The runner-up scores within 1\\% of the victim in "
+            f"{percent(share['slow'], 1)} of the slow run's {integer(m['slow']['with_runner_up'])} decisions "
+            f"that have one, and in {percent(share['fast'], 1)} of the fast run's "
+            f"{integer(m['fast']['with_runner_up'])}.")
 
 
 def resnet(c3: dict, sweep: pd.DataFrame, overhead_points: dict) -> dict[str, str]:
