@@ -37,6 +37,13 @@ def test_c2_reeviction_exact(run):
     assert round(c2["jaccard"], 3) == 0.999
     dist = load(run, "claims/c2_eviction_counts.parquet")
     assert dist.groupby("run").evictions.sum().to_dict() == {"fast (0.265)": 6958, "slow (0.264)": 43292}
+    # Where the two runs part: the 66th heuristic eviction, the same two
+    # leading candidates in swapped order, their scores crossing between.
+    d = c2["divergence"]
+    assert (d["decision"], d["cause"]) == (66, "clock")
+    assert (d["fast"]["victim"]["op_name"], d["slow"]["victim"]["op_name"]) == ("tanh/590", "sigmoid/256")
+    assert d["slow"]["clock"] < d["crossover_clock"] < d["fast"]["clock"]
+    assert {k: (m["decisions"], m["ties"]) for k, m in c2["margins"].items()} == {"fast": (1726, 0), "slow": (38059, 18)}
 
 
 def test_c3_inversion_brackets(run):

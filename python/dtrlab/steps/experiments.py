@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from dtrlab import engine, sweeps
-from dtrlab.analysis import ablation, forensics, inversions, regimes, reeviction
+from dtrlab.analysis import ablation, decisions, forensics, inversions, regimes, reeviction
 from dtrlab.analysis import claims as claim_values
 from dtrlab.atomic import write_text
 from dtrlab.steps import Step, step
@@ -28,9 +28,11 @@ def sweep(s: Step) -> None:
     write_table(sweeps.merge(pd.read_parquet(p) for p in s.input.chunks), s.output.parquet, s.output.csv)
 
 
-def _run(s: Step, t: engine.Trace, ratio: float) -> engine.SimResult:
-    """A replay under the configured heuristic, cap and engine."""
-    return engine.simulate(t, ratio=ratio, cap=s.params.cap, heuristic=s.params.heuristic, engine=s.params.engine)
+def _run(s: Step, t: engine.Trace, ratio: float, explain: bool = False) -> engine.SimResult:
+    """A replay under the configured heuristic, cap and engine (``explain``:
+    with each decision's forensics, which only the native engine keeps)."""
+    return engine.simulate(t, ratio=ratio, cap=s.params.cap, heuristic=s.params.heuristic, engine=s.params.engine,
+                           explain=explain and s.params.engine == "native")
 
 
 @step()
@@ -47,10 +49,14 @@ def c1_regimes(s: Step) -> None:
 def c2_reeviction(s: Step) -> None:
     t = s.trace()
     ratios = {"fast": s.params.fast, "slow": s.params.slow}
-    runs = {label: _run(s, t, r) for label, r in ratios.items()}
+    runs = {label: _run(s, t, r, explain=True) for label, r in ratios.items()}
     result = reeviction.compare(runs["fast"].evictions_by_storage, runs["slow"].evictions_by_storage)
     result["ratios"] = ratios
     result["overheads"] = {k: r.overhead for k, r in runs.items()}
+    # Which decision differs first, and why (the native engine's forensics).
+    explained = s.params.engine == "native"
+    result["divergence"] = decisions.first_divergence(t, runs, s.params.heuristic) if explained else None
+    result["margins"] = {k: decisions.margins(r.events) for k, r in runs.items()} if explained else None
     write_json(s.output.summary, result)
     rows = []
     for label, r in runs.items():
