@@ -1,16 +1,17 @@
 //! Replay a trace from the command line, for profiling and A/B checks of the
 //! core without Python in the way:
 //!
-//!     cargo run --release -p dtr-core --example replay -- TRACE.log RATIOS [HEURISTICS] [REPEAT] [--cap=C] [--events] [--self-check] [--eager]
+//!     cargo run --release -p dtr-core --example replay -- TRACE.log RATIOS [HEURISTICS] [REPEAT] [--cap=C] [--events] [--self-check] [--eager] [--tree=N]
 //!
 //! RATIOS and HEURISTICS are comma-separated (default heuristic DTR);
-//! `--cap=C` sets the overhead cap (default 60; `--cap=none` for none).
+//! `--cap=C` sets the overhead cap (default 60; `--cap=none` for none);
+//! `--tree=N` the pool size from which the victim tree is used (0: always).
 //! Prints one line per replay: the ratio, heuristic, status, evictions,
 //! heuristic evaluations, a digest of the whole result (every field, and
 //! with `--events` the event log) and the time, so that two builds can be
 //! compared run by run with `diff` after dropping the times.
 
-use dtr_core::{baseline, budget_for_ratio, parse_trace_bytes, remat_limit, simulate, Heuristic, RunConfig};
+use dtr_core::{baseline, budget_for_ratio, parse_trace_bytes, remat_limit, simulate, Heuristic, RunConfig, TREE_FROM};
 use std::time::Instant;
 
 fn fail(msg: String) -> ! {
@@ -28,9 +29,13 @@ fn main() {
         Some("none") => None,
         Some(c) => Some(c.parse().unwrap_or_else(|_| fail(format!("not a cap: {c}")))),
     };
+    let tree_from = match args.iter().find_map(|a| a.strip_prefix("--tree=")) {
+        None => TREE_FROM,
+        Some(n) => n.parse().unwrap_or_else(|_| fail(format!("not a pool size: {n}"))),
+    };
     let pos: Vec<&String> = args.iter().filter(|a| !a.starts_with("--")).collect();
     if pos.len() < 2 {
-        eprintln!("usage: replay TRACE.log RATIOS [HEURISTICS] [REPEAT] [--cap=C] [--events] [--self-check] [--eager]");
+        eprintln!("usage: replay TRACE.log RATIOS [HEURISTICS] [REPEAT] [--cap=C] [--events] [--self-check] [--eager] [--tree=N]");
         std::process::exit(2);
     }
     let data = std::fs::read(pos[0]).unwrap_or_else(|e| fail(format!("{}: {e}", pos[0])));
@@ -53,6 +58,7 @@ fn main() {
                 self_check,
                 eager_regions,
                 explain: false,
+                tree_from,
                 memory: None,
             };
             for _ in 0..repeat {

@@ -30,6 +30,7 @@ pub fn baseline(trace: &Trace) -> Result<Baseline, EngineError> {
         self_check: false,
         eager_regions: false,
         explain: false,
+        tree_from: crate::runtime::TREE_FROM,
         memory: None,
     };
     let r = simulate(trace, &cfg)?;

@@ -28,7 +28,7 @@ pub use heuristic::{Heuristic, Terms, HEURISTIC_NAMES};
 pub use memory::MemoryGuard;
 pub use outcome::{Fail, RunResult, RunStatus};
 pub use parse::{parse_trace, parse_trace_bytes, parse_trace_bytes_within};
-pub use runtime::{simulate, Progress, RunConfig, Session};
+pub use runtime::{simulate, Progress, RunConfig, Session, TREE_FROM};
 pub use trace::Trace;
 
 /// Version of the engine, recorded in every result's provenance.

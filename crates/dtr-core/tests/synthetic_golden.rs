@@ -100,13 +100,18 @@ fn every_synthetic_record_matches() {
             self_check: true,
             eager_regions: false,
             explain: false,
+            tree_from: dtr_core::TREE_FROM,
             memory: None,
         };
         // With the self-check (every region settled after every command) and
         // without it (regions rebuilt only when read).
-        // And explaining every decision, which must change nothing.
-        for (self_check, explain) in [(true, false), (false, false), (false, true)] {
-            let cfg = RunConfig { self_check, explain, ..cfg.clone() };
+        // And explaining every decision, which must change nothing; and
+        // with every choice through the victim tree (`tree_from` 0).
+        let tree = dtr_core::TREE_FROM;
+        for (self_check, explain, tree_from) in
+            [(true, false, tree), (false, false, tree), (false, true, tree), (true, false, 0), (false, false, 0)]
+        {
+            let cfg = RunConfig { self_check, explain, tree_from, ..cfg.clone() };
             let r = simulate(trace, &cfg).unwrap();
             if explain {
                 decisions_hold(&r, cfg.heuristic, &name);
@@ -114,7 +119,7 @@ fn every_synthetic_record_matches() {
             let got = as_record(&r);
             for (field, value) in got {
                 if let Some(expected) = rec.get(field) {
-                    assert_eq!(&value, expected, "{name} {} ratio {ratio} cap {} self_check {self_check}: {field}",
+                    assert_eq!(&value, expected, "{name} {} ratio {ratio} cap {} self_check {self_check} tree {tree_from}: {field}",
                                rec["heuristic"], rec["cap"]);
                 }
             }

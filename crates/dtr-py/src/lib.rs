@@ -186,6 +186,7 @@ impl Trace {
             self_check: false,
             eager_regions: false,
             explain: false,
+            tree_from: core::TREE_FROM,
             memory: None,
         };
         Ok((budget, cfg))

@@ -15,9 +15,11 @@
 mod key_blocks;
 mod lazy_regions;
 mod report;
+mod score_tree;
 mod session;
 mod victim;
 
+pub use victim::TREE_FROM;
 pub use session::{Progress, Session};
 
 use lazy_regions::{Eager, Lazy};
@@ -62,6 +64,9 @@ pub struct RunConfig {
     /// nothing; on, the runner-up is scored exactly (and regions made exact
     /// sooner, which changes no result).
     pub explain: bool,
+    /// Pool size from which victims are found with the victim tree rather
+    /// than the block scan (`TREE_FROM` by default; 0: always, for tests).
+    pub tree_from: usize,
     /// Stop with `EngineError::Limit` once the engine holds more bytes than
     /// this allows (checked after every command and every eviction).
     pub memory: Option<MemoryGuard>,
@@ -155,6 +160,9 @@ struct Replay<'a> {
     scan_hint: Option<u32>,
     /// The keys summarized a block of slots at a time (kept while keyed).
     blocks: key_blocks::KeyBlocks,
+    /// The victim tree, kept while the pool is large (`victim::TREE_FROM`);
+    /// boxed: the replay's hot loops never read it.
+    tree: Box<score_tree::VictimTree>,
     /// While a model operator with an evicted input is being materialized,
     /// which regions must be rebuilt as soon as they are marked stale
     /// (see `ensure_exact`).
@@ -262,6 +270,7 @@ impl<'a> Replay<'a> {
             kept: Vec::new(),
             scan_hint: None,
             blocks: key_blocks::KeyBlocks::default(),
+            tree: Box::new(score_tree::VictimTree::new(matches!(cfg.heuristic, Heuristic::Score { size: true, .. }))),
             eager: if cfg.eager_regions { Eager::All } else { Eager::None },
             compute_changes: 0,
             eq: EqClasses::default(),
@@ -479,6 +488,15 @@ impl<'a> Replay<'a> {
             if self.keyed && self.blocks.follows(self.pool.compactions()) {
                 self.blocks.entered(self.pool.slot_of(s), candidate);
             }
+            if self.tree.on && self.tree.bounds.follows(self.pool.compactions()) {
+                let slot = self.pool.slot_of(s);
+                if self.tree.keys.len() <= slot {
+                    self.tree.keys.resize(slot + 1, score_tree::Key::default());
+                }
+                // Its key comes with the next renewal, as the float key's.
+                self.tree.keys[slot] = score_tree::Key { retained: !candidate, ..score_tree::Key::default() };
+                self.tree.bounds.entered(slot, candidate);
+            }
         }
     }
 
@@ -491,6 +509,9 @@ impl<'a> Replay<'a> {
             // Before the removal, which may compact the slots.
             if self.keyed && self.blocks.follows(self.pool.compactions()) {
                 self.blocks.left(self.pool.slot_of(s));
+            }
+            if self.tree.on && self.tree.bounds.follows(self.pool.compactions()) {
+                self.tree.bounds.left(self.pool.slot_of(s));
             }
         }
         self.pool.remove(s);

@@ -169,6 +169,7 @@ mod tests {
             self_check: true,
             eager_regions: false,
             explain: false,
+            tree_from: crate::runtime::TREE_FROM,
             memory: None,
         }
     }

@@ -34,12 +34,35 @@
 //! the reference does; the self-check compares its choice and count with
 //! the scan's at every eviction, and the golden records and the digests of
 //! every heuristic over the public traces hold the replay to the reference.
-//! (A tree of score bounds that finds the victim without reading the pool
-//! was tried, exact but slower on the pools of hundreds the main job
-//! meets: see the history of this file.)
+//!
+//! **The stages for a large pool** (`choose_tree`, from `TREE_FROM`
+//! members), over the victim tree of exact score bounds (`score_tree`),
+//! so that a choice reads a few paths of the tree, not every block:
+//! 1. *the least score* `v`: a best-first search from the root, subtrees
+//!    in the order of their bounds, reading a subtree only while its bound
+//!    is below the least score found; a candidate whose cost is only
+//!    bounded is bounded from its direct neighbours first and made exact
+//!    only if it still could be the least;
+//! 2. *the victim*: with `v = 0`, the first candidate scoring 0 (a
+//!    depth-first search from the left, counting the candidates it passes
+//!    for the evaluation count); else the last candidate scoring `v` (from
+//!    the right), passing over every subtree whose bound is above `v`.
+//!
+//! Why it is the rule: a subtree's bound is at most each of its
+//! candidates' rounded scores, and equal to them where they tie (see
+//! `score_tree`). Stage 1 stops when every subtree not read is bounded at
+//! `v` or more, so `v` is the least. In stage 2 a subtree bounded above `v`
+//! holds no candidate scoring `v`, and the search from the right (or the
+//! left, for 0) meets candidates in reverse (or forward) pool order, so
+//! the first it finds scoring `v` is the rule's. Without a zero the
+//! reference evaluates every candidate: the root's count; with one, the
+//! candidates before it, counted whole for every subtree passed over. The
+//! self-check compares the tree's choice and count with `choose_bounded`'s
+//! too, and `tree_from = 0` runs every choice through the tree (tests).
 
 use super::key_blocks::BLOCK;
 use super::lazy_regions::Lazy;
+use super::score_tree::{self, Place, Summary};
 use super::Replay;
 use crate::error::EngineError;
 use crate::events::{Decision, Scored};
@@ -48,6 +71,32 @@ use crate::pool::HOLE;
 use crate::regions::{Direction, GraphView};
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
+
+/// Pool members from which the victim tree replaces the block scan (and
+/// half of it, below which the scan comes back). The scan reads a pool's
+/// blocks in one pass, the tree a few paths at a higher cost per node.
+pub const TREE_FROM: usize = 2048;
+
+/// A bound and its place in the victim tree, ordered by bound
+/// (`total_cmp`), then place: the order stage 1 reads subtrees in
+/// (`refined`: a candidate already bounded from its neighbours, to be made
+/// exact when reached again).
+#[derive(Clone, Copy, PartialEq)]
+pub(super) struct ByBound(f64, bool, Place);
+
+impl Eq for ByBound {}
+
+impl PartialOrd for ByBound {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for ByBound {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.total_cmp(&other.0).then(self.1.cmp(&other.1)).then(self.2.cmp(&other.2))
+    }
+}
 
 /// A candidate's score bound and its index in pool order, ordered by bound
 /// (`total_cmp`), then index: the order the exact scoring visits them in.
@@ -206,19 +255,26 @@ impl Replay<'_> {
                 Ok(Some(candidates[k]))
             }
             Heuristic::Score { cost: cost @ (Cost::Neighbourhood | Cost::Msps), size, stale } => {
-                let (chosen, evals) = if !self.keyed || self.clock >= EXACT_CLOCK {
+                if self.keyed {
+                    self.tree_if_large();
+                }
+                let (chosen, evals) = if !self.keyed || (!self.tree.on && self.clock >= EXACT_CLOCK) {
                     self.choose_bounded(cost, size, stale)
                 } else {
                     self.refresh_keys(cost, size);
                     if self.cfg.self_check {
                         self.check_keys(cost, size)?;
                     }
-                    let picked = self.choose_scanned(cost, size, stale);
+                    let (picked, by) = if self.tree.on {
+                        (self.choose_tree(cost, size, stale)?, "victim tree")
+                    } else {
+                        (self.choose_scanned(cost, size, stale), "key scan")
+                    };
                     if self.cfg.self_check {
                         let reference = self.choose_bounded(cost, size, stale);
                         if reference != picked {
                             return Err(EngineError::Invariant(format!(
-                                "the key scan chose {picked:?} (victim, evaluations), the full scan {reference:?}"
+                                "the {by} chose {picked:?} (victim, evaluations), the full scan {reference:?}"
                             )));
                         }
                     }
@@ -285,12 +341,30 @@ impl Replay<'_> {
         }
     }
 
+    /// Keep the victim tree from `tree_from` pool members, and drop it
+    /// below half of that (built anew, keys and all, when next used).
+    fn tree_if_large(&mut self) {
+        let n = self.pool.len();
+        if !self.tree.on && n >= self.cfg.tree_from {
+            self.tree.on = true;
+            self.tree.bounds.forget();
+        } else if self.tree.on && n < self.cfg.tree_from / 2 {
+            self.tree.on = false;
+        }
+    }
+
     /// The key of `s` as it is now (see `Key`).
     #[inline(always)]
     fn fresh_key(&mut self, cost: Cost, size: bool, s: u32) -> Key {
-        let si = s as usize;
         // The stored bounds only: most keys are renewed and never read closely.
         let (term, _, _, exact) = self.bounded_term(cost, s, false);
+        self.float_key(size, s, term, exact)
+    }
+
+    /// The float key of `s` from its cost term (or a lower bound of it).
+    #[inline(always)]
+    fn float_key(&self, size: bool, s: u32, term: i128, exact: bool) -> Key {
+        let si = s as usize;
         let k = int_to_f64(term);
         let m = self.trace.storage_size(s);
         let a = self.last_access_int[si];
@@ -304,6 +378,35 @@ impl Replay<'_> {
             exact,
             retained: self.retained[si],
         }
+    }
+
+    /// The victim tree's key of `s` from its cost term (or a lower bound).
+    #[inline(always)]
+    fn tree_key(&self, s: u32, term: i128, exact: bool) -> score_tree::Key {
+        let si = s as usize;
+        score_tree::Key {
+            // Region costs are sums of compute: never negative.
+            cost: u128::try_from(term).expect("a region cost term is not negative"),
+            size: self.trace.storage_size(s),
+            a: self.last_access_int[si],
+            exact,
+            retained: self.retained[si],
+        }
+    }
+
+    /// The victim tree's keys of every slot, as they are now.
+    fn fresh_tree_keys(&mut self, cost: Cost) -> Vec<score_tree::Key> {
+        let mut keys = Vec::with_capacity(self.pool.slots().len());
+        for i in 0..self.pool.slots().len() {
+            let s = self.pool.slots()[i];
+            keys.push(if s == HOLE {
+                score_tree::Key::default()
+            } else {
+                let (term, _, _, exact) = self.bounded_term(cost, s, false);
+                self.tree_key(s, term, exact)
+            });
+        }
+        keys
     }
 
     /// The cost term of `s` from bounds of the forward and reverse region
@@ -330,14 +433,23 @@ impl Replay<'_> {
         let mut dirty = std::mem::take(&mut self.dirty_keys);
         // Summaries that no longer follow the slots are rebuilt by the scan.
         let follows = self.blocks.follows(self.pool.compactions());
+        let tree_follows = self.tree.on && self.tree.bounds.follows(self.pool.compactions());
         for &s in &dirty {
             self.key_dirty[s as usize] = false;
             // A storage outside the pool is touched again when it enters it.
             if self.pool.contains(s) {
-                let key = self.fresh_key(cost, size, s);
+                let (term, _, _, exact) = self.bounded_term(cost, s, false);
+                let key = self.float_key(size, s, term, exact);
                 *self.pool.payload_mut(s) = key;
                 if follows && !key.retained {
                     self.blocks.renewed(self.pool.slot_of(s), &key);
+                }
+                if tree_follows {
+                    let (slot, key) = (self.pool.slot_of(s), self.tree_key(s, term, exact));
+                    self.tree.keys[slot] = key;
+                    if !key.retained {
+                        self.tree.bounds.renewed(slot, &key);
+                    }
                 }
             }
         }
@@ -356,6 +468,15 @@ impl Replay<'_> {
         }
         if self.blocks.follows(self.pool.compactions()) {
             self.blocks.check(self.pool.slots(), self.pool.payload()).map_err(EngineError::Invariant)?;
+        }
+        if self.tree.on && self.tree.bounds.follows(self.pool.compactions()) {
+            let fresh = self.fresh_tree_keys(cost);
+            let (slots, kept) = (self.pool.slots(), &self.tree.keys);
+            // Holes' keys are never read; every member's must be fresh.
+            if let Some(i) = (0..slots.len()).find(|&i| slots[i] != HOLE && kept.get(i) != Some(&fresh[i])) {
+                return Err(EngineError::Invariant(format!("storage {}: its victim-tree key is out of date", slots[i])));
+            }
+            self.tree.bounds.check(slots, kept).map_err(EngineError::Invariant)?;
         }
         Ok(())
     }
@@ -510,6 +631,198 @@ impl Replay<'_> {
         } else {
             (f64::INFINITY, 1.0, f64::INFINITY)
         }
+    }
+
+    /// The victim and the reference's evaluation count, from the victim
+    /// tree (keys renewed by `refresh_keys` before): the large pool's
+    /// stages of this file's doc.
+    pub(super) fn choose_tree(&mut self, cost: Cost, size: bool, stale: bool) -> Result<(Option<u32>, u64), EngineError> {
+        if !self.tree.bounds.follows(self.pool.compactions()) {
+            self.tree.keys = self.fresh_tree_keys(cost);
+            self.tree.bounds.rebuild(self.pool.slots(), &self.tree.keys, self.pool.compactions());
+        }
+        let Some(root) = self.tree.bounds.root() else { return Ok((None, 0)) };
+        let live = self.tree.bounds.tighten(root, self.pool.slots(), &self.tree.keys).live;
+        if live == 0 {
+            return Ok((None, 0));
+        }
+        let v = self.least_score(cost, size, stale, root);
+        let found = if v == 0.0 {
+            self.first_scoring_zero(cost, size, stale, root).map(|(s, rank)| (Some(s), rank as u64 + 1))
+        } else {
+            self.last_scoring(cost, size, stale, root, v).map(|s| (Some(s), live as u64))
+        };
+        found.ok_or_else(|| EngineError::Invariant(format!("the victim tree found no candidate scoring its least score {v}")))
+    }
+
+    /// The bound of place `p` at the clock now: a slot's from its key (its
+    /// score where the key is known), a node's from its summary.
+    #[inline]
+    fn bound_at(&self, p: Place, size: bool, stale: bool) -> f64 {
+        let s = if p.level == 0 {
+            let i = p.index as usize;
+            Summary::of(self.pool.slots()[i], &self.tree.keys[i], size)
+        } else {
+            self.tree.bounds.node(p)
+        };
+        s.bound(size, stale, self.clock, self.never_access)
+    }
+
+    /// Stage 1: the least score among the candidates (+inf where every one
+    /// scores +inf).
+    fn least_score(&mut self, cost: Cost, size: bool, stale: bool, root: Place) -> f64 {
+        let mut heap = std::mem::take(&mut self.tree.by_bound);
+        heap.clear();
+        heap.push(Reverse(ByBound(self.bound_at(root, size, stale), false, root)));
+        let mut v = f64::INFINITY;
+        while let Some(Reverse(ByBound(b, refined, p))) = heap.pop() {
+            // (Scores and bounds are never NaN: a 0/0 scores +inf.)
+            if b >= v {
+                break;
+            }
+            if p.level == 0 {
+                let i = p.index as usize;
+                let (s, key) = (self.pool.slots()[i], self.tree.keys[i]);
+                if key.known(stale, self.never_access) {
+                    v = v.min(b);
+                } else if refined {
+                    if let Some(x) = self.exact_score_within(cost, size, stale, s, v) {
+                        v = v.min(x);
+                    }
+                } else {
+                    // Bounded from its neighbours first (cheap), and back in
+                    // the heap at that bound; made exact only if reached again.
+                    let c = self.candidate(cost, size, stale, s, 0);
+                    if c.exact {
+                        v = v.min(c.v);
+                    } else if c.v < v {
+                        heap.push(Reverse(ByBound(c.v, true, p)));
+                    }
+                }
+                continue;
+            }
+            let node = self.tree.bounds.tighten(p, self.pool.slots(), &self.tree.keys);
+            if node.bound(size, stale, self.clock, self.never_access) >= v {
+                continue;
+            }
+            for index in self.tree.bounds.children(p, self.pool.slots().len()) {
+                let child = Place { level: p.level - 1, index };
+                let cb = self.bound_at(child, size, stale);
+                if cb < v {
+                    heap.push(Reverse(ByBound(cb, false, child)));
+                }
+            }
+        }
+        self.tree.by_bound = heap;
+        v
+    }
+
+    /// Stage 2 with a least score of 0: the first candidate in pool order
+    /// scoring 0, and how many candidates come before it.
+    fn first_scoring_zero(&mut self, cost: Cost, size: bool, stale: bool, root: Place) -> Option<(u32, u32)> {
+        let mut stack = std::mem::take(&mut self.tree.dfs);
+        stack.clear();
+        stack.push(root);
+        let mut rank = 0u32;
+        let mut found = None;
+        while let Some(p) = stack.pop() {
+            if p.level == 0 {
+                let i = p.index as usize;
+                let (s, key) = (self.pool.slots()[i], self.tree.keys[i]);
+                if s == HOLE || key.retained {
+                    continue;
+                }
+                if self.score_within(cost, size, stale, p, 0.0) == Some(0.0) {
+                    found = Some((s, rank));
+                    break;
+                }
+                rank += 1;
+                continue;
+            }
+            let node = self.tree.bounds.tighten(p, self.pool.slots(), &self.tree.keys);
+            if node.live == 0 {
+                continue;
+            }
+            if node.bound(size, stale, self.clock, self.never_access) > 0.0 {
+                rank += node.live;
+                continue;
+            }
+            // Leftmost on top: pool order.
+            stack.extend(self.tree.bounds.children(p, self.pool.slots().len()).rev().map(|index| Place { level: p.level - 1, index }));
+        }
+        self.tree.dfs = stack;
+        found
+    }
+
+    /// Stage 2 with a least score `v` above 0: the last candidate in pool
+    /// order scoring `v`.
+    fn last_scoring(&mut self, cost: Cost, size: bool, stale: bool, root: Place, v: f64) -> Option<u32> {
+        let mut stack = std::mem::take(&mut self.tree.dfs);
+        stack.clear();
+        stack.push(root);
+        let mut found = None;
+        while let Some(p) = stack.pop() {
+            if p.level == 0 {
+                let i = p.index as usize;
+                let (s, key) = (self.pool.slots()[i], self.tree.keys[i]);
+                if s == HOLE || key.retained {
+                    continue;
+                }
+                if let Some(x) = self.score_within(cost, size, stale, p, v) {
+                    debug_assert!(x == v, "stage 1 missed a score {x} below {v}");
+                    found = Some(s);
+                    break;
+                }
+                continue;
+            }
+            let node = self.tree.bounds.tighten(p, self.pool.slots(), &self.tree.keys);
+            if node.live == 0 || node.bound(size, stale, self.clock, self.never_access) > v {
+                continue;
+            }
+            // Rightmost on top: reverse pool order.
+            stack.extend(self.tree.bounds.children(p, self.pool.slots().len()).map(|index| Place { level: p.level - 1, index }));
+        }
+        self.tree.dfs = stack;
+        found
+    }
+
+    /// The exact score of the candidate at slot `p` if it is at most
+    /// `best`, else None (its bound, or its regions made exact, show it
+    /// above).
+    fn score_within(&mut self, cost: Cost, size: bool, stale: bool, p: Place, best: f64) -> Option<f64> {
+        let b = self.bound_at(p, size, stale);
+        if b > best {
+            return None;
+        }
+        let i = p.index as usize;
+        let (s, key) = (self.pool.slots()[i], self.tree.keys[i]);
+        if key.known(stale, self.never_access) {
+            return Some(b);
+        }
+        let c = self.candidate(cost, size, stale, s, 0);
+        if c.exact {
+            return (c.v <= best).then_some(c.v);
+        }
+        if c.v > best {
+            return None;
+        }
+        self.exact_score_within(cost, size, stale, s, best)
+    }
+
+    /// The exact score of candidate `s` if it is at most `best`, else None:
+    /// its regions made exact (the forward one first; the reverse one is
+    /// not read once the forward one shows it cannot score `best`).
+    fn exact_score_within(&mut self, cost: Cost, size: bool, stale: bool, s: u32, best: f64) -> Option<f64> {
+        let (_, fwd, rev, _) = self.bounded_term(cost, s, false);
+        let limit = self.cost_limit(size, stale, s, best);
+        let own = self.compute[s as usize] as i128;
+        let mut forward = fwd as i128;
+        if cost == Cost::Neighbourhood {
+            forward = self.exact_within(s, Direction::Forward, limit.map(|k| k - own - rev as i128))? as i128;
+        }
+        let reverse = self.exact_within(s, Direction::Reverse, limit.map(|k| k - own - forward))? as i128;
+        let x = self.candidate_score(size, stale, s, cost.term(CostParts { own, forward, reverse, classes: 0 }));
+        (x <= best).then_some(x)
     }
 
     /// A candidate for `pick`: its exact score, or the score of its bound.
