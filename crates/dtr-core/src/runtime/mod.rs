@@ -147,7 +147,7 @@ struct Replay<'a> {
     /// Victim-choice scratch: the candidates in pool order, and the
     /// positions still to score exactly.
     candidates: Vec<Cand>,
-    bounded: Vec<std::cmp::Reverse<victim::Bound>>,
+    bounded: Vec<std::cmp::Reverse<victim::Bound<u32>>>,
     /// Whether victims are chosen from the pool's keys (`victim::Key`: with
     /// regions, unless eager), and which keys must be renewed before the
     /// next scan (`Replay::touch`).

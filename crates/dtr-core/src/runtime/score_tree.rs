@@ -29,7 +29,7 @@
 //! The tree is kept only while the pool is large (`victim::TREE_FROM`):
 //! below that, the one-level block scan reads fewer bytes per choice.
 
-use super::victim::ByBound;
+use super::victim::Bound;
 use crate::heuristic::{score, Candidate};
 use crate::pool::HOLE;
 use std::cmp::Reverse;
@@ -187,7 +187,7 @@ pub(super) struct VictimTree {
     pub(super) on: bool,
     pub(super) bounds: ScoreTree,
     pub(super) keys: Vec<Key>,
-    pub(super) by_bound: BinaryHeap<Reverse<ByBound>>,
+    pub(super) by_bound: BinaryHeap<Reverse<Bound<(bool, Place)>>>,
     pub(super) dfs: Vec<Place>,
 }
 

@@ -77,47 +77,29 @@ use std::collections::BinaryHeap;
 /// blocks in one pass, the tree a few paths at a higher cost per node.
 pub const TREE_FROM: usize = 2048;
 
-/// A bound and its place in the victim tree, ordered by bound
-/// (`total_cmp`), then place: the order stage 1 reads subtrees in
-/// (`refined`: a candidate already bounded from its neighbours, to be made
-/// exact when reached again).
-#[derive(Clone, Copy, PartialEq)]
-pub(super) struct ByBound(f64, bool, Place);
-
-impl Eq for ByBound {}
-
-impl PartialOrd for ByBound {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for ByBound {
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.0.total_cmp(&other.0).then(self.1.cmp(&other.1)).then(self.2.cmp(&other.2))
-    }
-}
-
-/// A candidate's score bound and its index in pool order, ordered by bound
-/// (`total_cmp`), then index: the order the exact scoring visits them in.
+/// A score bound and what it bounds, ordered by the bound (`total_cmp`),
+/// then by that: the order the heaps pop in. `Bound<u32>`: a candidate's
+/// index in pool order (`pick`'s exact scoring); `Bound<(bool, Place)>`: a
+/// place in the victim tree (stage 1), `true` for a candidate already
+/// bounded from its neighbours, to be made exact when reached again.
 #[derive(Clone, Copy)]
-pub(super) struct Bound(f64, u32);
+pub(super) struct Bound<T>(f64, T);
 
-impl PartialEq for Bound {
+impl<T: Ord> PartialEq for Bound<T> {
     fn eq(&self, other: &Self) -> bool {
         self.cmp(other) == Ordering::Equal
     }
 }
 
-impl Eq for Bound {}
+impl<T: Ord> Eq for Bound<T> {}
 
-impl PartialOrd for Bound {
+impl<T: Ord> PartialOrd for Bound<T> {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
 
-impl Ord for Bound {
+impl<T: Ord> Ord for Bound<T> {
     fn cmp(&self, other: &Self) -> Ordering {
         self.0.total_cmp(&other.0).then(self.1.cmp(&other.1))
     }
@@ -673,9 +655,9 @@ impl Replay<'_> {
     fn least_score(&mut self, cost: Cost, size: bool, stale: bool, root: Place) -> f64 {
         let mut heap = std::mem::take(&mut self.tree.by_bound);
         heap.clear();
-        heap.push(Reverse(ByBound(self.bound_at(root, size, stale), false, root)));
+        heap.push(Reverse(Bound(self.bound_at(root, size, stale), (false, root))));
         let mut v = f64::INFINITY;
-        while let Some(Reverse(ByBound(b, refined, p))) = heap.pop() {
+        while let Some(Reverse(Bound(b, (refined, p)))) = heap.pop() {
             // (Scores and bounds are never NaN: a 0/0 scores +inf.)
             if b >= v {
                 break;
@@ -696,7 +678,7 @@ impl Replay<'_> {
                     if c.exact {
                         v = v.min(c.v);
                     } else if c.v < v {
-                        heap.push(Reverse(ByBound(c.v, true, p)));
+                        heap.push(Reverse(Bound(c.v, (true, p))));
                     }
                 }
                 continue;
@@ -709,7 +691,7 @@ impl Replay<'_> {
                 let child = Place { level: p.level - 1, index };
                 let cb = self.bound_at(child, size, stale);
                 if cb < v {
-                    heap.push(Reverse(ByBound(cb, false, child)));
+                    heap.push(Reverse(Bound(cb, (false, child))));
                 }
             }
         }
