@@ -79,3 +79,30 @@ def test_fetch_unpacks_the_package_from_an_archive(tmp_path):
     dest = reference.fetch(tmp_path / "unpacked", url=f"file://{archive}")
     assert (dest / "simrd" / "runtime" / "v2.py").is_file()
     assert reference.locate(dest) == dest
+
+
+def _released_chain(n: int, vary: bool) -> str:
+    """A chain whose outputs are released as the next operator runs, read
+    again from its end: at half its peak the pool holds half the chain
+    (its sizes all 100 B, every candidate tied, or three sizes in turn)."""
+    lines = ['{"INSTRUCTION":"CONSTANT","NAME":"x0"}', '{"INSTRUCTION":"MEMORY","NAME":"x0","MEMORY":"8"}']
+    for i in range(1, n + 1):
+        lines += [f'{{"INSTRUCTION":"CALL","NAME":"f","ARGS":["x{i - 1}"],"RESULT":["x{i}"],"TIME":1}}',
+                  f'{{"INSTRUCTION":"MEMORY","NAME":"x{i}","MEMORY":"{100 + 8 * (i % 3) * vary}"}}',
+                  f'{{"INSTRUCTION":"ALIAS","NAME":"x{i}","ALIAS":"-1"}}']
+        if i > 1:
+            lines.append(f'{{"INSTRUCTION":"RELEASE","NAME":"x{i - 1}"}}')
+    lines += [f'{{"INSTRUCTION":"RELEASE","NAME":"x{n}"}}', '{"INSTRUCTION":"CONSTANT","NAME":"w"}',
+              '{"INSTRUCTION":"MEMORY","NAME":"w","MEMORY":"150"}',
+              f'{{"INSTRUCTION":"CALL","NAME":"g","ARGS":["x{n}"],"RESULT":["y"],"TIME":1}}',
+              '{"INSTRUCTION":"MEMORY","NAME":"y","MEMORY":"100"}', '{"INSTRUCTION":"ALIAS","NAME":"y","ALIAS":"-1"}']
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("heuristic, ratio, vary", [("DTR", 0.5, False), ("AbESize", 0.7, True)])
+def test_a_pool_large_enough_for_the_victim_tree(heuristic, ratio, vary, tmp_path):
+    """5,000 deep: a pool of about 2,500 members, above the engine's
+    TREE_FROM, so that the victims come from the victim tree (simrd: ~15 s)."""
+    path = tmp_path / "chain.log"
+    path.write_text(_released_chain(5_000, vary))
+    _compare(path, heuristic=heuristic, ratio=ratio, cap=None)
