@@ -629,11 +629,9 @@ impl Replay<'_> {
             return Ok((None, 0));
         }
         let v = self.least_score(cost, size, stale, root);
-        let found = if v == 0.0 {
-            self.first_scoring_zero(cost, size, stale, root).map(|(s, rank)| (Some(s), rank as u64 + 1))
-        } else {
-            self.last_scoring(cost, size, stale, root, v).map(|s| (Some(s), live as u64))
-        };
+        // The reference evaluates every candidate unless it meets a zero.
+        let evaluated = |rank: u32| if v == 0.0 { rank as u64 + 1 } else { live as u64 };
+        let found = self.find_scoring(cost, size, stale, root, v).map(|(s, rank)| (Some(s), evaluated(rank)));
         found.ok_or_else(|| EngineError::Invariant(format!("the victim tree found no candidate scoring its least score {v}")))
     }
 
@@ -699,9 +697,14 @@ impl Replay<'_> {
         v
     }
 
-    /// Stage 2 with a least score of 0: the first candidate in pool order
-    /// scoring 0, and how many candidates come before it.
-    fn first_scoring_zero(&mut self, cost: Cost, size: bool, stale: bool, root: Place) -> Option<(u32, u32)> {
+    /// Stage 2: the rule's victim among the candidates scoring `v`, the
+    /// least score, and how many candidates come before it in pool order.
+    /// With `v = 0` the first of them (a depth-first search from the left,
+    /// counting what it passes: the reference evaluates up to that zero);
+    /// else the last (from the right). A subtree bounded above `v` holds
+    /// none of them and is passed over (counted whole).
+    fn find_scoring(&mut self, cost: Cost, size: bool, stale: bool, root: Place, v: f64) -> Option<(u32, u32)> {
+        let from_left = v == 0.0;
         let mut stack = std::mem::take(&mut self.tree.dfs);
         stack.clear();
         stack.push(root);
@@ -714,7 +717,8 @@ impl Replay<'_> {
                 if s == HOLE || key.retained {
                     continue;
                 }
-                if self.score_within(cost, size, stale, p, 0.0) == Some(0.0) {
+                if let Some(x) = self.score_within(cost, size, stale, p, v) {
+                    debug_assert!(x == v, "stage 1 missed a score {x} below {v}");
                     found = Some((s, rank));
                     break;
                 }
@@ -725,44 +729,17 @@ impl Replay<'_> {
             if node.live == 0 {
                 continue;
             }
-            if node.bound(size, stale, self.clock, self.never_access) > 0.0 {
+            if node.bound(size, stale, self.clock, self.never_access) > v {
                 rank += node.live;
                 continue;
             }
-            // Leftmost on top: pool order.
-            stack.extend(self.tree.bounds.children(p, self.pool.slots().len()).rev().map(|index| Place { level: p.level - 1, index }));
-        }
-        self.tree.dfs = stack;
-        found
-    }
-
-    /// Stage 2 with a least score `v` above 0: the last candidate in pool
-    /// order scoring `v`.
-    fn last_scoring(&mut self, cost: Cost, size: bool, stale: bool, root: Place, v: f64) -> Option<u32> {
-        let mut stack = std::mem::take(&mut self.tree.dfs);
-        stack.clear();
-        stack.push(root);
-        let mut found = None;
-        while let Some(p) = stack.pop() {
-            if p.level == 0 {
-                let i = p.index as usize;
-                let (s, key) = (self.pool.slots()[i], self.tree.keys[i]);
-                if s == HOLE || key.retained {
-                    continue;
-                }
-                if let Some(x) = self.score_within(cost, size, stale, p, v) {
-                    debug_assert!(x == v, "stage 1 missed a score {x} below {v}");
-                    found = Some(s);
-                    break;
-                }
-                continue;
+            // The next child in the search's order on top.
+            let children = self.tree.bounds.children(p, self.pool.slots().len()).map(|index| Place { level: p.level - 1, index });
+            if from_left {
+                stack.extend(children.rev());
+            } else {
+                stack.extend(children);
             }
-            let node = self.tree.bounds.tighten(p, self.pool.slots(), &self.tree.keys);
-            if node.live == 0 || node.bound(size, stale, self.clock, self.never_access) > v {
-                continue;
-            }
-            // Rightmost on top: reverse pool order.
-            stack.extend(self.tree.bounds.children(p, self.pool.slots().len()).map(|index| Place { level: p.level - 1, index }));
         }
         self.tree.dfs = stack;
         found
