@@ -266,27 +266,32 @@ impl Replay<'_> {
                 Ok(chosen)
             }
             h => {
-                let mut best = f64::INFINITY;
-                let mut best_s = None;
-                let mut evals = 0;
-                // Scoring never changes the pool (it may compress the
-                // equivalence classes' paths).
-                let mut i = 0;
-                while let Some(s) = self.next_candidate(&mut i) {
-                    evals += 1;
-                    let h_s = self.score(h, s);
-                    if h_s <= best {
-                        best = h_s;
-                        best_s = Some(s);
-                    }
-                    if h_s == 0.0 {
-                        break;
-                    }
-                }
+                let (chosen, evals) = self.choose_plain(h);
                 self.heuristic_evals += evals;
-                Ok(best_s)
+                Ok(chosen)
             }
         }
+    }
+
+    /// The rule as the reference runs it, for a heuristic whose score reads
+    /// no region: every candidate scored in pool order, up to the first
+    /// zero; the victim and the evaluation count.
+    fn choose_plain(&mut self, h: Heuristic) -> (Option<u32>, u64) {
+        let (mut best, mut best_s, mut evals, mut i) = (f64::INFINITY, None, 0, 0);
+        // Scoring never changes the pool (it may compress the equivalence
+        // classes' paths).
+        while let Some(s) = self.next_candidate(&mut i) {
+            evals += 1;
+            let h_s = self.score(h, s);
+            if h_s <= best {
+                best = h_s;
+                best_s = Some(s);
+            }
+            if h_s == 0.0 {
+                break;
+            }
+        }
+        (best_s, evals)
     }
 
     /// The pool member at slot `*i` or after it that is a victim candidate
@@ -1107,20 +1112,7 @@ impl Replay<'_> {
             Heuristic::Score { cost: cost @ (Cost::Neighbourhood | Cost::Msps), size, stale } => {
                 self.choose_bounded(cost, size, stale).0
             }
-            h => {
-                let (mut best, mut best_s, mut i) = (f64::INFINITY, None, 0);
-                while let Some(s) = self.next_candidate(&mut i) {
-                    let h_s = self.score(h, s);
-                    if h_s <= best {
-                        best = h_s;
-                        best_s = Some(s);
-                    }
-                    if h_s == 0.0 {
-                        break;
-                    }
-                }
-                best_s
-            }
+            h => self.choose_plain(h).0,
         };
         self.retained[v as usize] = held;
         picked
