@@ -146,8 +146,6 @@ def baseline(trace: Trace | str | os.PathLike, engine: str = "native") -> Baseli
     """Peak memory (the reference for budget ratios), compute, const, bottleneck."""
     t = _as_trace(trace)
     if engine == "simrd":
-        if explain:
-            raise ValueError("explain=True is the native engine's (the reference keeps no decisions)")
         from dtrlab import reference
 
         return Baseline(**reference.baseline(t.path, start=t.start))
