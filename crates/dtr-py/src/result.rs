@@ -307,12 +307,11 @@ fn decision_columns(e: &Bound<'_, PyDict>, decisions: &[Option<core::Decision>])
     let victims: Vec<Option<&core::Scored>> = decisions.iter().map(|d| d.as_ref().map(|d| &d.victim)).collect();
     let runners: Vec<Option<&core::Scored>> = decisions.iter().map(|d| d.as_ref().and_then(|d| d.runner_up.as_ref())).collect();
     e.set_item("candidates", decisions.iter().map(|d| d.map(|d| d.candidates)).collect::<Vec<_>>())?;
+    // (The victim's storage and size are the event's own columns.)
+    e.set_item("runner_up", runners.iter().map(|c| c.map(|c| c.storage)).collect::<Vec<_>>())?;
+    e.set_item("runner_up_size", runners.iter().map(|c| c.map(|c| c.size)).collect::<Vec<_>>())?;
     for (prefix, of) in [("victim", &victims), ("runner_up", &runners)] {
         let col = |f: fn(&core::Scored) -> Option<i128>| of.iter().map(|c| c.and_then(f)).collect::<Vec<_>>();
-        if prefix == "runner_up" {
-            e.set_item("runner_up", of.iter().map(|c| c.map(|c| c.storage)).collect::<Vec<_>>())?;
-            e.set_item("runner_up_size", of.iter().map(|c| c.map(|c| c.size)).collect::<Vec<_>>())?;
-        }
         e.set_item(format!("{prefix}_score"), of.iter().map(|c| c.and_then(|c| c.score)).collect::<Vec<_>>())?;
         e.set_item(format!("{prefix}_cost"), col(|c| c.cost))?;
         e.set_item(format!("{prefix}_own"), col(|c| c.own))?;

@@ -488,14 +488,8 @@ impl<'a> Replay<'a> {
             if self.keyed && self.blocks.follows(self.pool.compactions()) {
                 self.blocks.entered(self.pool.slot_of(s), candidate);
             }
-            if self.tree.on && self.tree.bounds.follows(self.pool.compactions()) {
-                let slot = self.pool.slot_of(s);
-                if self.tree.keys.len() <= slot {
-                    self.tree.keys.resize(slot + 1, score_tree::Key::default());
-                }
-                // Its key comes with the next renewal, as the float key's.
-                self.tree.keys[slot] = score_tree::Key { retained: !candidate, ..score_tree::Key::default() };
-                self.tree.bounds.entered(slot, candidate);
+            if self.tree.follows(self.pool.compactions()) {
+                self.tree.entered(self.pool.slot_of(s), candidate);
             }
         }
     }
@@ -510,8 +504,8 @@ impl<'a> Replay<'a> {
             if self.keyed && self.blocks.follows(self.pool.compactions()) {
                 self.blocks.left(self.pool.slot_of(s));
             }
-            if self.tree.on && self.tree.bounds.follows(self.pool.compactions()) {
-                self.tree.bounds.left(self.pool.slot_of(s));
+            if self.tree.follows(self.pool.compactions()) {
+                self.tree.left(self.pool.slot_of(s));
             }
         }
         self.pool.remove(s);

@@ -195,6 +195,36 @@ impl VictimTree {
     pub(super) fn new(by_size: bool) -> Self {
         VictimTree { on: false, bounds: ScoreTree::new(by_size), keys: Vec::new(), by_bound: BinaryHeap::new(), dfs: Vec::new() }
     }
+
+    /// Whether the tree is in use and follows the pool's slots (then every
+    /// change of the pool and its keys must reach it).
+    #[inline]
+    pub(super) fn follows(&self, compactions: u64) -> bool {
+        self.on && self.bounds.follows(compactions)
+    }
+
+    /// A member now occupies `slot`, the pool's last: counted if it is a
+    /// candidate; its key comes with the next renewal.
+    pub(super) fn entered(&mut self, slot: usize, candidate: bool) {
+        if self.keys.len() <= slot {
+            self.keys.resize(slot + 1, Key::default());
+        }
+        self.keys[slot] = Key { retained: !candidate, ..Key::default() };
+        self.bounds.entered(slot, candidate);
+    }
+
+    /// The candidate at `slot` left the pool.
+    pub(super) fn left(&mut self, slot: usize) {
+        self.bounds.left(slot);
+    }
+
+    /// The member at `slot` has `key` now.
+    pub(super) fn renewed(&mut self, slot: usize, key: Key) {
+        self.keys[slot] = key;
+        if !key.retained {
+            self.bounds.renewed(slot, &key);
+        }
+    }
 }
 
 /// A place in the tree: `level` 0 is a slot, `level` k >= 1 a node of

@@ -420,7 +420,7 @@ impl Replay<'_> {
         let mut dirty = std::mem::take(&mut self.dirty_keys);
         // Summaries that no longer follow the slots are rebuilt by the scan.
         let follows = self.blocks.follows(self.pool.compactions());
-        let tree_follows = self.tree.on && self.tree.bounds.follows(self.pool.compactions());
+        let tree_follows = self.tree.follows(self.pool.compactions());
         for &s in &dirty {
             self.key_dirty[s as usize] = false;
             // A storage outside the pool is touched again when it enters it.
@@ -432,11 +432,8 @@ impl Replay<'_> {
                     self.blocks.renewed(self.pool.slot_of(s), &key);
                 }
                 if tree_follows {
-                    let (slot, key) = (self.pool.slot_of(s), self.tree_key(s, term, exact));
-                    self.tree.keys[slot] = key;
-                    if !key.retained {
-                        self.tree.bounds.renewed(slot, &key);
-                    }
+                    let key = self.tree_key(s, term, exact);
+                    self.tree.renewed(self.pool.slot_of(s), key);
                 }
             }
         }
@@ -456,7 +453,7 @@ impl Replay<'_> {
         if self.blocks.follows(self.pool.compactions()) {
             self.blocks.check(self.pool.slots(), self.pool.payload()).map_err(EngineError::Invariant)?;
         }
-        if self.tree.on && self.tree.bounds.follows(self.pool.compactions()) {
+        if self.tree.follows(self.pool.compactions()) {
             let fresh = self.fresh_tree_keys(cost);
             let (slots, kept) = (self.pool.slots(), &self.tree.keys);
             // Holes' keys are never read; every member's must be fresh.
