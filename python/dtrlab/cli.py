@@ -185,8 +185,8 @@ def cmd_simulate(args) -> int:
 
 def _decision_line(d: dict) -> str:
     def cand(c: dict) -> str:
-        return f"storage {c['storage_id']} ({c['op_name']}) score {c['score']:.4g}" if c["score"] is not None else (
-            f"storage {c['storage_id']} ({c['op_name']})")
+        score = "" if c["score"] is None else f" score {c['score']:.4g}"
+        return f"storage {c['storage_id']} ({c['op_name']}){score}"
 
     line = f"op {d['model_op']}, clock {d['clock']}: evicts {cand(d['victim'])}"
     return line + (f"; runner-up {cand(d['runner_up'])}" if d["runner_up"] else "; no runner-up")

@@ -46,10 +46,9 @@ def _value(x):
 
 
 def _candidate(trace: engine.Trace, row: pd.Series, who: str) -> dict | None:
-    storage = row["storage_id"] if who == "victim" else row["runner_up"]
-    if storage is pd.NA or storage is None:
+    storage = _value(row["storage_id"] if who == "victim" else row["runner_up"])
+    if storage is None:
         return None
-    storage = int(storage)
     size = row["size"] if who == "victim" else row["runner_up_size"]
     out = {"storage_id": storage, "tensor_name": trace.tensor_name(storage), "op_name": trace.op_name_of(storage),
            "size": int(size)}

@@ -133,6 +133,13 @@ def _output_of(c: dict) -> str:
     return f"the output of \\texttt{{{escape(c['op_name'])}}}"
 
 
+def _choice(side: dict) -> str:
+    """One side's decision: its victim ahead of its runner-up, with scores."""
+    v, u = side["victim"], side["runner_up"]
+    text = f"{_output_of(v)} (score {sci(v['score'])})"
+    return text if u is None else f"{text} ahead of {_output_of(u)} ({sci(u['score'])})"
+
+
 def divergence_sentence(c2: dict) -> str:
     """Where the fast and slow LSTM runs first choose different victims, and
     why (``analysis.decisions``), in words for each cause."""
@@ -149,15 +156,8 @@ def divergence_sentence(c2: dict) -> str:
     text = ("Their first heuristic evictions already differ. " if k == 0 else
             f"Both runs choose the same victims in the same order for their first "
             f"{counted(k, 'heuristic eviction', 'heuristic evictions')}; decision {integer(d['decision'])} differs. ")
-    text += (f"At operator {integer(fast['model_op'])} the fast run evicts {_output_of(fast['victim'])} "
-            f"(score {sci(fast['victim']['score'])})")
-    if fast["runner_up"] is not None:
-        text += f" ahead of {_output_of(fast['runner_up'])} ({sci(fast['runner_up']['score'])})"
-    text += (f"; at operator {integer(slow['model_op'])}, {when}, the slow run evicts "
-             f"{_output_of(slow['victim'])} (score {sci(slow['victim']['score'])})")
-    if slow["runner_up"] is not None:
-        text += f" ahead of {_output_of(slow['runner_up'])} ({sci(slow['runner_up']['score'])})"
-    text += ". "
+    text += (f"At operator {integer(fast['model_op'])} the fast run evicts {_choice(fast)}; "
+             f"at operator {integer(slow['model_op'])}, {when}, the slow run evicts {_choice(slow)}. ")
     if d["cause"] == "clock":
         text += ("Each of the two has the same cost, size and last access in both runs: only the moment of the "
                  f"choice differs, and their scores cross at clock {integer(round(d['crossover_clock']))}, "

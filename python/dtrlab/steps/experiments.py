@@ -30,9 +30,9 @@ def sweep(s: Step) -> None:
 
 def _run(s: Step, t: engine.Trace, ratio: float, explain: bool = False) -> engine.SimResult:
     """A replay under the configured heuristic, cap and engine (``explain``:
-    with each decision's forensics, which only the native engine keeps)."""
+    with each decision's forensics)."""
     return engine.simulate(t, ratio=ratio, cap=s.params.cap, heuristic=s.params.heuristic, engine=s.params.engine,
-                           explain=explain and s.params.engine == "native")
+                           explain=explain)
 
 
 @step()
@@ -49,12 +49,12 @@ def c1_regimes(s: Step) -> None:
 def c2_reeviction(s: Step) -> None:
     t = s.trace()
     ratios = {"fast": s.params.fast, "slow": s.params.slow}
-    runs = {label: _run(s, t, r, explain=True) for label, r in ratios.items()}
+    # Which decision differs first, and why: forensics only the native engine keeps.
+    explained = s.params.engine == "native"
+    runs = {label: _run(s, t, r, explain=explained) for label, r in ratios.items()}
     result = reeviction.compare(runs["fast"].evictions_by_storage, runs["slow"].evictions_by_storage)
     result["ratios"] = ratios
     result["overheads"] = {k: r.overhead for k, r in runs.items()}
-    # Which decision differs first, and why (the native engine's forensics).
-    explained = s.params.engine == "native"
     result["divergence"] = decisions.first_divergence(t, runs, s.params.heuristic) if explained else None
     result["margins"] = {k: decisions.margins(r.events) for k, r in runs.items()} if explained else None
     write_json(s.output.summary, result)
