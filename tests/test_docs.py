@@ -91,16 +91,14 @@ def test_results_md_is_what_the_records_render():
     assert (REPO / "benchmarks" / "RESULTS.md").read_text() == records.render()
 
 
-def test_the_readmes_times_are_the_pipeline_benchmarks():
-    """The README quotes one time each for its two commands: the ones
-    benchmarks/bench_pipeline.py recorded (no hand-typed figure)."""
-    import json
+def test_the_readme_quotes_no_measured_time():
+    """The README is a user's guide: how long the two commands take is what
+    benchmarks/bench_pipeline.py records in benchmarks/RESULTS.md, which the
+    README points to, not a figure in its prose."""
     import re
 
-    readme = (REPO / "README.md").read_text()
-    quoted = re.findall(r"`make (test|run)` took (\d+ min \d+ s)", " ".join(readme.split()))
-    assert {what for what, _ in quoted} == {"test", "run"}, quoted
-    record = json.loads((REPO / "benchmarks" / "records" / "pipeline.json").read_text())["markdown"]
-    for what, took in quoted:
-        row = next(line for line in record.splitlines() if line.startswith(f"| `make {what}"))
-        assert f"| {took} |" in row, (what, took, row)
+    readme = " ".join((REPO / "README.md").read_text().split())
+    assert not re.findall(r"\b\d+ min \d+ s\b|\b\d+(?:–\d+)? min\b", readme)
+    assert "benchmarks/bench_pipeline.py" in readme and "(benchmarks/RESULTS.md)" in readme
+    record = (REPO / "benchmarks" / "records" / "pipeline.json").read_text()
+    assert "make test" in record and "make run" in record
