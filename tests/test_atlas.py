@@ -20,7 +20,8 @@ BAND = (1_024_657_200, 1_069_656_159)
 
 #: No limit on the exact walks, a fine fallback grid: each test names the
 #: limits it is about (the workflow's defaults are the schema's).
-UNBOUNDED = dict(max_runs=None, time_limit=None, grid=200, max_total_runs=None, edge_runs=0, max_work=None)
+UNBOUNDED = dict(max_runs=None, walk_ops=None, walk_share=1.0, time_limit=None, grid=200, max_total_runs=None,
+                 edge_runs=0, max_work=None)
 
 
 def build(*args, **kwargs) -> atlas.Atlas:
@@ -125,7 +126,7 @@ def test_edge_walks_respect_the_run_limit(resnet):
     peak = dtrlab.baseline(resnet).peak
     a = build(resnet, int(peak * 0.10), int(peak * 0.30), max_runs=20, grid=24, edge_runs=40,
                     max_total_runs=70, resolve=False)
-    assert a.runs <= 71
+    assert a.runs <= 20 + 70 + 1  # the walk from the start, then the limit (checked before each run)
     _confirmed_partition(a, resnet)
 
 
@@ -148,7 +149,8 @@ def test_cli_json_schema(trace_dir):
     assert {"lo", "hi", "status", "overhead"} <= set(d["classes"][0])
     assert d["trace"] == "resnet32" and d["exact"] is False
     assert "run 1: budget" in p.stderr and "exact walk stopped" in p.stderr
-    p = subprocess.run(cmd + ["--max-runs", "0", "--max-total-runs", "0", "--max-work", "0"], capture_output=True,
+    p = subprocess.run(cmd + ["--max-runs", "0", "--walk-ops", "0", "--walk-share", "1", "--max-total-runs", "0",
+                             "--max-work", "0"], capture_output=True,
                        text=True, timeout=600)
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["exact"] is True and "exact walk stopped" not in p.stderr
@@ -158,7 +160,7 @@ def test_run_limit_leaves_unresolved_stretches_marked(resnet):
     peak = dtrlab.baseline(resnet).peak
     a = build(resnet, int(peak * 0.080), int(peak * 0.150), max_runs=2, grid=30, max_total_runs=8,
                     resolve=False)
-    assert a.runs <= 9  # the limit is checked before each probe
+    assert a.runs <= 2 + 8 + 1  # the walk, then the limit, checked before each probe
     assert a.classes[0].lo == a.lo_budget and a.classes[-1].hi == a.hi_budget
     for c, d in zip(a.classes, a.classes[1:]):
         assert c.hi + 1 == d.lo
@@ -202,19 +204,16 @@ def test_work_limit_bounds_simulated_time(resnet):
     # The work is the runs' summed clock over the baseline compute ...
     assert limited.clock == sum(dtrlab.simulate(resnet, budget=b).clock for b in budgets)
     assert limited.work == limited.clock / base.compute
-    # ... checked before each run, so it overshoots by less than one run.
-    assert 80 <= limited.work and (limited.clock - dtrlab.simulate(resnet, budget=budgets[-1]).clock) < 80 * base.compute
+    # ... counted after the walk from the start (2 runs), and checked before
+    # each run, so it overshoots by less than one run.
+    after = limited.clock - sum(dtrlab.simulate(resnet, budget=b).clock for b in budgets[:2])
+    assert 80 * base.compute <= after
+    assert after - dtrlab.simulate(resnet, budget=budgets[-1]).clock < 80 * base.compute
     _confirmed_partition(limited, resnet)
     unresolved = limited.unresolved()
     assert unresolved["unknown"] == 0 and unresolved["mixed"] > 0
     exact = {(c.lo, c.hi, c.status) for c in full.classes if c.exact}
     assert {(c.lo, c.hi, c.status) for c in limited.classes if c.exact} <= exact
-    # Without a run limit, the exact walk stops at its share of the work.
-    lines = []
-    build(resnet, lo, hi, max_runs=None, grid=30, max_work=80, log=lines.append)
-    stop = next(i for i, line in enumerate(lines) if line.startswith("exact walk stopped"))
-    walk_work = [float(line.rsplit(" ", 1)[1]) for line in lines[:stop]]
-    assert walk_work[-2] < atlas.EXACT_WALK_SHARE * 80 <= walk_work[-1]
     again = build(resnet, lo, hi, max_runs=2, grid=30, max_work=80, resolve=False)
     assert again.to_dict() == limited.to_dict()
     assert atlas.from_dict(limited.to_dict()).work == limited.work
@@ -233,3 +232,41 @@ def test_forensics_of_a_thrashed_hole(tmp_path):
     import pandas as pd
 
     assert "n/a" in tables.holes(pd.DataFrame(rows), ["retention_removes_oom"])
+
+
+@pytest.mark.parametrize("share", [0.25, 0.6])
+def test_the_walk_stops_once_its_share_is_exact(resnet, exact_atlas, share):
+    """The walk from the start stops at the first class that ends past
+    ``walk_share`` of the range: the exact prefix is the unlimited atlas's,
+    and no shorter than the share asked."""
+    lo, hi = exact_atlas.lo_budget, exact_atlas.hi_budget
+    lines: list[str] = []
+    a = build(resnet, lo, hi, walk_share=share, grid=30, log=lines.append)
+    stop = next(line for line in lines if line.startswith("exact walk stopped at"))
+    b = int(stop.split(" at ")[1].split(":")[0].replace(",", ""))
+    assert b - lo >= share * (hi - lo + 1)
+    walked = {(c.lo, c.hi, c.status) for c in a.classes if c.exact and c.hi < b}
+    full = [(c.lo, c.hi, c.status) for c in exact_atlas.classes if c.hi < b]
+    assert walked == set(full) and sum(h - l + 1 for l, h, _ in full) == b - lo
+    # The last class the walk ran ended short of the share: one more run was due.
+    assert max(h for _, h, _ in full) + 1 == b and full[-1][0] - lo < share * (hi - lo + 1)
+
+
+def test_the_walk_budget_counts_operators_replayed(resnet):
+    """``walk_ops`` bounds the walk's simulated time times the trace's
+    operators (checked before each run: at most one run over); a cheaper
+    budget walks a prefix of a dearer one."""
+    base = dtrlab.baseline(resnet)
+    lo, hi = int(base.peak * 0.080), int(base.peak * 0.150)
+    walks = {}
+    for ops in (20 * resnet.n_ops, 60 * resnet.n_ops):
+        lines: list[str] = []
+        build(resnet, lo, hi, walk_ops=ops, grid=8, max_total_runs=1, log=lines.append)
+        runs = [line for line in lines if re.match(r"run \d+: budget", line)]
+        stop = next(i for i, line in enumerate(lines) if line.startswith("exact walk stopped"))
+        walk = [line for line in lines[:stop] if re.match(r"run \d+: budget", line)]
+        works = [float(line.rsplit("work ", 1)[1]) for line in walk]
+        assert works[-2] < ops / resnet.n_ops <= works[-1] and len(runs) > len(walk)
+        walks[ops] = [line.split(" -> ")[0] for line in walk]
+    small, large = walks.values()
+    assert large[:len(small)] == small and len(large) > len(small)

@@ -28,7 +28,8 @@ def atlases(load):
     r = load("resnet32")
     peak = engine.baseline(r).peak
     a = atlas.build(r, engine.budget_for_ratio(peak, 0.100), engine.budget_for_ratio(peak, 0.108),
-                    max_runs=None, max_total_runs=None, max_work=None)
+                    max_runs=None, walk_ops=None, walk_share=1.0, max_total_runs=None,
+                    max_work=None)
     out.append(a)
     u = load("unet")
     out.append(atlas.build(u, 0, engine.baseline(u).peak, max_runs=40, max_total_runs=80, grid=16))

@@ -109,13 +109,15 @@ def test_the_schema_is_the_only_source_of_defaults():
         params = inspect.signature(fn).parameters
         assert (params["cap"].default, params["heuristic"].default) == (d["engine"]["cap"], d["engine"]["heuristic"])
     params = inspect.signature(atlas.build).parameters
-    for key in ("max_runs", "time_limit", "grid", "max_total_runs", "edge_runs", "max_work", "resolve"):
+    for key in ("max_runs", "walk_ops", "walk_share", "time_limit", "grid", "max_total_runs", "edge_runs", "max_work",
+                "resolve"):
         assert params[key].default == d["atlas"][key], key
     parser = cli.build_parser()
     at = next(a for a in parser._subparsers._group_actions[0].choices.values() if a.prog.endswith(" atlas"))
     got = at.parse_args(["resnet32", "--lo", "0.1", "--hi", "0.2"])
     assert isinstance(at, argparse.ArgumentParser)
-    for key in ("max_runs", "time_limit", "grid", "max_total_runs", "edge_runs", "max_work"):
+    for key in ("max_runs", "walk_ops", "walk_share", "time_limit", "grid", "max_total_runs", "edge_runs",
+                "max_work"):
         assert getattr(got, key) == d["atlas"][key], key
     assert (got.cap, got.heuristic) == (d["engine"]["cap"], d["engine"]["heuristic"])
     # The defaults are copies: changing one changes no other reader's.

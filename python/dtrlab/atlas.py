@@ -16,15 +16,22 @@ next to the status changes (ResNet-32's 128-byte holes sit just above its OOM
 band), the classes on either side of every change are then walked exactly
 too (``edge_runs`` classes each way).
 
-Two deterministic limits bound the *exact walks* of a job: a run count
-(``max_total_runs``) and a *work* budget (``max_work``): the simulated time of
-all its runs, in units of the trace's baseline compute. A replay's cost grows
-with its simulated time, so a range full of thrashing runs (each up to
-``cap`` times the baseline) stops walking early instead of taking hours. Both
-limits are checked before each run, so the last run may overshoot by at most
-one run's work. The exact walk from ``lo`` may spend at most
-``EXACT_WALK_SHARE`` of the work budget: in a stretch of thrashing replays it
-would otherwise spend it all on a few classes a few kilobytes wide.
+The exact walk from ``lo`` spends a deterministic budget of its own: it
+stops once ``walk_share`` of the range is exact, or once its runs have
+replayed ``walk_ops`` operators (a run's simulated time in baseline replays
+times the trace's operators: a deterministic stand-in for CPU time, so that a
+trace whose replays are cheap is walked further), or after ``max_runs`` runs.
+Classes are narrow where budgets are low and wide near the peak, so the same
+budget buys very different shares of different ranges.
+
+Two deterministic limits bound the *walks outward from status changes*: a
+run count (``max_total_runs``) and a *work* budget (``max_work``): the
+simulated time of all their runs, in units of the trace's baseline compute. A
+replay's cost grows with its simulated time, so a range full of thrashing runs
+(each up to ``cap`` times the baseline) stops walking early instead of taking
+hours. Both limits are checked before each run, so the last run may overshoot
+by at most one run's work. They count only runs after the walk from ``lo``:
+a long walk leaves the search for narrow holes its whole budget.
 
 *Resolution* — the grid and the bisection of every status change — is not
 bounded by those limits (``resolve=True``, the default): it costs at most
@@ -44,10 +51,6 @@ from dataclasses import asdict, dataclass, field
 from dtrlab import arguments, engine
 from dtrlab.analysis import inversions
 from dtrlab.config import defaults
-
-#: Share of the work budget the initial exact walk may spend.
-EXACT_WALK_SHARE = 0.25
-
 
 @dataclass
 class ExecClass:
@@ -120,6 +123,9 @@ class _Prober:
         self.trace, self.heuristic, self.cap = trace, heuristic, cap
         self.runs = 0
         self.clock = 0  # summed simulated clock of every run
+        # What the walk from the range's start spent (the limits count the rest).
+        self.walk_runs = 0
+        self.walk_clock = 0
         self.limit = limit
         self.log = log
         self.compute = compute
@@ -130,10 +136,14 @@ class _Prober:
     def work(self) -> float:
         return self.clock / self.compute
 
+    def end_walk(self) -> None:
+        """From here on the run and work limits count."""
+        self.walk_runs, self.walk_clock = self.runs, self.clock
+
     @property
     def exhausted(self) -> bool:
-        return ((self.limit is not None and self.runs >= self.limit)
-                or (self.max_work is not None and self.clock >= self.max_work * self.compute))
+        return ((self.limit is not None and self.runs - self.walk_runs >= self.limit)
+                or (self.max_work is not None and self.clock - self.walk_clock >= self.max_work * self.compute))
 
     @property
     def resolution_stopped(self) -> bool:
@@ -176,6 +186,8 @@ def build(
     heuristic: str = engine.DEFAULT_HEURISTIC,
     cap: float | None = engine.DEFAULT_CAP,
     max_runs: int | None = LIMITS["max_runs"],
+    walk_ops: float | None = LIMITS["walk_ops"],
+    walk_share: float = LIMITS["walk_share"],
     time_limit: float | None = LIMITS["time_limit"],
     grid: int = LIMITS["grid"],
     max_total_runs: int | None = LIMITS["max_total_runs"],
@@ -188,18 +200,19 @@ def build(
     """Partition ``[lo_budget, hi_budget]`` into execution classes.
 
     The limits default to the workflow's (:data:`LIMITS`); ``None`` lifts
-    one (``max_runs=None, max_total_runs=None, max_work=None``: one exact
-    walk of the whole range, however long).
+    one (``max_runs=None, walk_ops=None, walk_share=1, max_total_runs=None,
+    max_work=None``: one exact walk of the whole range, however long).
 
-    Exact while at most ``max_runs`` runs (and ``time_limit`` seconds) are
-    spent; the rest of the range is then sampled on ``grid`` points with
-    bisection to the byte at each status change, and up to ``edge_runs``
-    classes are walked exactly on each side of every status change.
-    ``max_total_runs`` and ``max_work`` (simulated time in baseline replays)
-    bound the exact walks; the grid and every bisection still complete unless
-    ``resolve`` is False, in which case status changes left unbisected are
-    reported as ``mixed`` stretches, budgets never run as ``unknown`` (never
-    dropped).
+    Exact from ``lo_budget`` until ``walk_share`` of the range is, or its
+    runs have replayed ``walk_ops`` operators, or ``max_runs`` runs (or
+    ``time_limit`` seconds) are spent; the rest of the range is then sampled
+    on ``grid`` points with bisection to the byte at each status change, and
+    up to ``edge_runs`` classes are walked exactly on each side of every
+    status change. ``max_total_runs`` and ``max_work`` (simulated time in
+    baseline replays) bound those walks; the grid and every bisection still
+    complete unless ``resolve`` is False, in which case status changes left
+    unbisected are reported as ``mixed`` stretches, budgets never run as
+    ``unknown`` (never dropped).
     ``log`` (a callable taking a line) hears of every run and phase.
     """
     lo_budget = arguments.integer("lo_budget", lo_budget)
@@ -214,20 +227,27 @@ def build(
     grid = arguments.integer("grid", grid, 2)
     edge_runs = arguments.integer("edge_runs", edge_runs)
     arguments.boolean("resolve", resolve)
-    for name, value in (("time_limit", time_limit), ("max_work", max_work)):
+    for name, value in (("time_limit", time_limit), ("max_work", max_work), ("walk_ops", walk_ops)):
         if value is not None:
             arguments.real(name, value, 0.0, lo_open=True, allow_inf=True)
+    walk_share = arguments.real("walk_share", walk_share, 0.0, lo_open=True)
+    if walk_share > 1:
+        raise ValueError(f"walk_share must be at most 1, not {walk_share!r}")
     base = engine.baseline(trace)
     atlas = Atlas(trace.key, heuristic, cap, lo_budget, hi_budget, base.peak, compute=base.compute)
     prober = _Prober(trace, heuristic, cap, max_total_runs, log, compute=max(base.compute, 1), max_work=max_work,
                      resolve=resolve)
     start = time.monotonic()
+    width = hi_budget - lo_budget + 1
+    # The walk's budget in baseline replays: operators replayed over the trace's.
+    walk_work = None if walk_ops is None else walk_ops / max(trace.n_ops, 1)
     b = lo_budget
     while b <= hi_budget:
-        out_of_budget = prober.exhausted or (max_runs is not None and prober.runs >= max_runs) or (
+        out_of_budget = (max_runs is not None and prober.runs >= max_runs) or (
             time_limit is not None and time.monotonic() - start > time_limit) or (
-            max_work is not None and prober.work >= EXACT_WALK_SHARE * max_work)
+            walk_work is not None and prober.work >= walk_work) or b - lo_budget >= walk_share * width
         if out_of_budget:
+            prober.end_walk()
             if log is not None:
                 log(f"exact walk stopped at {b:,}: " + ("run or work limit reached, the rest is unresolved"
                                                         if prober.resolution_stopped else

@@ -96,11 +96,18 @@ def build_parser() -> argparse.ArgumentParser:
     at.add_argument("--max-runs", type=int, default=limits["max_runs"],
                     help="exact walk for at most this many runs, then grid + bisection (reported as sampled); "
                          "default %(default)s, 0 for no limit")
+    at.add_argument("--walk-ops", type=float, default=limits["walk_ops"],
+                    help="operators the exact walk may replay (its runs' simulated time in baseline replays "
+                         "times the trace's operators); default %(default)s, 0 for no limit")
+    at.add_argument("--walk-share", type=float, default=limits["walk_share"],
+                    help="stop the exact walk once this share of the range is exact; default %(default)s, "
+                         "1 for the whole range")
     at.add_argument("--time-limit", type=float, default=limits["time_limit"],
                     help="seconds of exact walk before sampling (default %(default)s: none)")
     at.add_argument("--grid", type=int, default=limits["grid"], help="samples of the fallback grid (default %(default)s)")
     at.add_argument("--max-total-runs", type=int, default=limits["max_total_runs"],
-                    help="runs of exact walk in all (the grid and bisections still complete, unless --no-resolve); "
+                    help="runs of exact walk outward from status changes (the grid and bisections still complete, "
+                         "unless --no-resolve); "
                          "default %(default)s, 0 for no limit")
     at.add_argument("--edge-runs", type=int, default=limits["edge_runs"],
                     help="after sampling, exact walk this many classes outward from every status change "
@@ -262,7 +269,8 @@ def cmd_atlas(args) -> int:
         # Off a terminal (no bar), say what is being run instead.
         log = None if sys.stderr.isatty() else (lambda line: print(line, file=sys.stderr, flush=True))
         a = atlas.build(trace, lo_b, hi_b, heuristic=args.heuristic, cap=None if args.no_cap else args.cap,
-                        max_runs=args.max_runs or None, time_limit=args.time_limit, grid=args.grid,
+                        max_runs=args.max_runs or None, walk_ops=args.walk_ops or None, walk_share=args.walk_share,
+                        time_limit=args.time_limit, grid=args.grid,
                         max_total_runs=args.max_total_runs or None, edge_runs=args.edge_runs,
                         max_work=args.max_work or None, resolve=not args.no_resolve, progress=progress, log=log)
     doc = a.to_dict()

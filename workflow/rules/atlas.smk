@@ -32,6 +32,8 @@ rule atlas_chunk:
         chunk=lambda wc: int(wc.chunk),
         chunks=ATLAS["chunks"],
         max_runs=lambda wc: ATLAS_SETTINGS[wc.atlas]["max_runs"],
+        walk_ops=lambda wc: ATLAS_SETTINGS[wc.atlas]["walk_ops"],
+        walk_share=lambda wc: ATLAS_SETTINGS[wc.atlas]["walk_share"],
         time_limit=ATLAS["time_limit"],
         grid=lambda wc: ATLAS_SETTINGS[wc.atlas]["grid"],
         max_total_runs=lambda wc: ATLAS_SETTINGS[wc.atlas]["max_total_runs"],

@@ -23,7 +23,8 @@ def atlas_chunk(s: Step) -> None:
     peak = engine.baseline(t).peak
     lo_b, hi_b = atlas.chunk_range(engine.budget_for_ratio(peak, p.lo), engine.budget_for_ratio(peak, p.hi),
                                    p.chunk, p.chunks)
-    a = atlas.build(t, lo_b, hi_b, heuristic=p.heuristic, cap=p.cap, max_runs=p.max_runs, time_limit=p.time_limit,
+    a = atlas.build(t, lo_b, hi_b, heuristic=p.heuristic, cap=p.cap, max_runs=p.max_runs, walk_ops=p.walk_ops,
+                    walk_share=p.walk_share, time_limit=p.time_limit,
                     grid=p.grid, max_total_runs=p.max_total_runs, edge_runs=p.edge_runs, max_work=p.max_work,
                     resolve=p.resolve, log=lambda line: print(line, file=sys.stderr, flush=True))
     print(f"{a.runs} runs, work {a.work:.1f}, {len(a.classes)} classes, {len(a.holes())} holes", file=sys.stderr)
