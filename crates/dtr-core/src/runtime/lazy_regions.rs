@@ -56,11 +56,11 @@ impl Replay<'_> {
             }
             self.rebuild(s, Direction::Reverse);
             let si = s as usize;
-            rev_again.extend(self.fwd[si].frontier.iter().copied());
-            fwd_again.extend(self.rev[si].frontier.iter().copied());
+            rev_again.extend(self.regions.fwd[si].frontier.iter().copied());
+            fwd_again.extend(self.regions.rev[si].frontier.iter().copied());
             // Compute sums fit in u64 (the parser bounds the total).
-            fwd_loss = fwd_loss.saturating_add(self.compute[si] + self.fwd[si].compute);
-            rev_loss = rev_loss.saturating_add(self.compute[si] + self.rev[si].compute);
+            fwd_loss = fwd_loss.saturating_add(self.compute[si] + self.regions.fwd[si].compute);
+            rev_loss = rev_loss.saturating_add(self.compute[si] + self.regions.rev[si].compute);
         }
         // Each once (marks, not a sort: a thrashing replay revisits thousands
         // a step). Order is free: rebuilds are independent, and a bound
@@ -111,16 +111,16 @@ impl Replay<'_> {
             let pi = p as usize;
             let usable = self.material[pi]
                 && !self.regions_unused(p)
-                && !self.lazy[pi][0].stale
-                && self.owed_fwd[pi].is_empty()
-                && self.fwd[pi].created == created
+                && !self.regions.lazy[pi][0].stale
+                && self.regions.owed_fwd[pi].is_empty()
+                && self.regions.fwd[pi].created == created
                 && links(p, Direction::Forward).all(|n| n == x || (self.material[n as usize] && !fresh.contains(&n)));
             if usable {
                 // First after a rebuild; anywhere after absorbs.
-                let Some(at) = self.fwd[pi].interior.iter().position(|&v| v == x) else {
+                let Some(at) = self.regions.fwd[pi].interior.iter().position(|&v| v == x) else {
                     continue;
                 };
-                let mut region = std::mem::take(&mut self.fwd[pi]);
+                let mut region = std::mem::take(&mut self.regions.fwd[pi]);
                 let lost = region.compute;
                 if !links(p, Direction::Forward).all(|n| n == x) {
                     let marks = &mut self.marks;
@@ -132,7 +132,7 @@ impl Replay<'_> {
                         !links(p, Direction::Forward).any(|n| n == c) || links(c, Direction::Reverse).any(|q| marks.contains(q))
                     });
                 }
-                self.fwd[x as usize] = region.into_region_of_front(at, self.compute[x as usize]);
+                self.regions.fwd[x as usize] = region.into_region_of_front(at, self.compute[x as usize]);
                 self.renewing(x, Direction::Forward);
                 // Its region was `x` and x's: all of it left.
                 self.mark_stale(p, Direction::Forward, lost);
@@ -163,10 +163,10 @@ impl Replay<'_> {
         self.renewing(s, Direction::Forward);
         let si = s as usize;
         let g = GraphView { trace: self.trace, created: self.created, material: &self.material, compute: &self.compute, for_good: &self.for_good };
-        let mut ahead = self.fwd[si].rebuild_via(s, c, Direction::Forward, &g, &mut self.marks, &mut self.walk);
-        self.fwd[si].sums_at = self.compute_changes;
-        ahead.sums_at = self.compute_changes;
-        self.ahead = Some((c, ahead));
+        let mut ahead = self.regions.fwd[si].rebuild_via(s, c, Direction::Forward, &g, &mut self.marks, &mut self.walk);
+        self.regions.fwd[si].sums_at = self.regions.compute_changes;
+        ahead.sums_at = self.regions.compute_changes;
+        self.regions.ahead = Some((c, ahead));
     }
 
     /// Give fresh `s` the forward region found ahead for it (`rebuild_via`)
@@ -183,19 +183,19 @@ impl Replay<'_> {
     /// walk now would take the same steps to the same region, whatever
     /// happened in between.
     fn take_region_ahead(&mut self, s: u32) -> bool {
-        let Some((_, region)) = self.ahead.take_if(|(c, _)| *c == s) else {
+        let Some((_, region)) = self.regions.ahead.take_if(|(c, _)| *c == s) else {
             return false;
         };
         let material = &self.material;
         let same = region.created == self.created
-            && region.sums_at == self.compute_changes
+            && region.sums_at == self.regions.compute_changes
             && region.interior.iter().all(|&v| !material[v as usize])
             && region.frontier.iter().all(|&f| material[f as usize]);
         if !same {
             return false;
         }
         self.renewing(s, Direction::Forward);
-        self.fwd[s as usize] = region;
+        self.regions.fwd[s as usize] = region;
         true
     }
 
@@ -216,7 +216,7 @@ impl Replay<'_> {
     pub(super) fn mark_stale(&mut self, s: u32, dir: Direction, loss: u64) {
         let (si, d) = (s as usize, dir as usize);
         // One per mark: 2^64 marks would take centuries.
-        let lazy = &mut self.lazy[si][d];
+        let lazy = &mut self.regions.lazy[si][d];
         lazy.marked += 1;
         if lazy.stale {
             // Most marks of a thrashing replay fall on stale regions: the
@@ -237,17 +237,17 @@ impl Replay<'_> {
         let (si, d) = (s as usize, dir as usize);
         // Exact, or owed absorbs (which only add): a lower bound.
         let before = match dir {
-            Direction::Forward => self.fwd[si].compute,
-            Direction::Reverse => self.rev[si].compute,
+            Direction::Forward => self.regions.fwd[si].compute,
+            Direction::Reverse => self.regions.rev[si].compute,
         };
-        let lazy = &mut self.lazy[si][d];
+        let lazy = &mut self.regions.lazy[si][d];
         lazy.bound = before.saturating_sub(loss);
         lazy.stale = true;
         self.touch(s);
-        let list = &mut self.stale_list[d];
-        if list.len() >= self.lazy.len() + 64 {
+        let list = &mut self.regions.stale_list[d];
+        if list.len() >= self.regions.lazy.len() + 64 {
             // Drop the entries of regions rebuilt since they were listed.
-            let lazy = &self.lazy;
+            let lazy = &self.regions.lazy;
             list.retain(|&x| lazy[x as usize][dir as usize].stale);
         }
         list.push(s);
@@ -280,10 +280,10 @@ impl Replay<'_> {
     #[inline]
     pub(super) fn ensure_exact(&mut self, s: u32) {
         let si = s as usize;
-        if self.lazy[si][0].stale {
+        if self.regions.lazy[si][0].stale {
             self.rebuild(s, Direction::Forward);
         }
-        if self.lazy[si][1].stale {
+        if self.regions.lazy[si][1].stale {
             self.rebuild(s, Direction::Reverse);
         }
         self.settle_regions(s);
@@ -298,13 +298,13 @@ impl Replay<'_> {
             Eager::All => &[Direction::Forward, Direction::Reverse],
         };
         for &dir in dirs {
-            while let Some(s) = self.stale_list[dir as usize].pop() {
+            while let Some(s) = self.regions.stale_list[dir as usize].pop() {
                 // Unmarked since: rebuilt meanwhile.
-                if !self.lazy[s as usize][dir as usize].stale {
+                if !self.regions.lazy[s as usize][dir as usize].stale {
                     continue;
                 }
                 if self.regions_unused(s) {
-                    self.lazy[s as usize][dir as usize].stale = false;
+                    self.regions.lazy[s as usize][dir as usize].stale = false;
                 } else {
                     self.rebuild(s, dir); // clears the mark
                 }
@@ -316,13 +316,13 @@ impl Replay<'_> {
     #[inline]
     pub(super) fn list_owed(&mut self, s: u32) {
         let si = s as usize;
-        if self.owed_fwd[si].is_empty() && self.owed_rev[si].is_empty() {
-            if self.owed_list.len() >= self.owed_fwd.len() + 64 {
+        if self.regions.owed_fwd[si].is_empty() && self.regions.owed_rev[si].is_empty() {
+            if self.regions.owed_list.len() >= self.regions.owed_fwd.len() + 64 {
                 // Drop the entries of regions settled since they were listed.
-                let (fwd, rev) = (&self.owed_fwd, &self.owed_rev);
-                self.owed_list.retain(|&x| !fwd[x as usize].is_empty() || !rev[x as usize].is_empty());
+                let (fwd, rev) = (&self.regions.owed_fwd, &self.regions.owed_rev);
+                self.regions.owed_list.retain(|&x| !fwd[x as usize].is_empty() || !rev[x as usize].is_empty());
             }
-            self.owed_list.push(s);
+            self.regions.owed_list.push(s);
         }
     }
 
@@ -338,12 +338,12 @@ impl Replay<'_> {
     /// that settled absorbs at other times: Unrolled GAN at 0.15 of its
     /// peak with AbE chose a different victim at eviction 10,395.)
     pub(super) fn settle_owed(&mut self) {
-        let mut list = std::mem::take(&mut self.owed_list);
+        let mut list = std::mem::take(&mut self.regions.owed_list);
         for &s in &list {
             self.settle_regions(s);
         }
         list.clear();
-        self.owed_list = list;
+        self.regions.owed_list = list;
     }
 
     /// Regions are read only while a storage can still be evicted: for a
@@ -352,9 +352,9 @@ impl Replay<'_> {
     #[inline]
     pub(super) fn regions_unused(&self, s: u32) -> bool {
         let si = s as usize;
-        debug_assert_eq!(self.lazy[si][0].unused, self.pinned[si] || self.retained[si]);
-        debug_assert_eq!(self.lazy[si][0].unused, self.for_good[si]);
-        self.lazy[si][0].unused
+        debug_assert_eq!(self.regions.lazy[si][0].unused, self.pinned[si] || self.retained[si]);
+        debug_assert_eq!(self.regions.lazy[si][0].unused, self.for_good[si]);
+        self.regions.lazy[si][0].unused
     }
 
     /// Whether the region of `s` in `dir` is owed the absorb of an evicted
@@ -372,7 +372,7 @@ impl Replay<'_> {
     /// of the replay in their reallocations).
     #[inline]
     pub(super) fn owes_absorbs(&self, s: u32, dir: Direction) -> bool {
-        let lazy = &self.lazy[s as usize][dir as usize];
+        let lazy = &self.regions.lazy[s as usize][dir as usize];
         debug_assert_eq!(lazy.unused, self.regions_unused(s));
         !lazy.unused && !lazy.stale
     }
@@ -382,10 +382,10 @@ impl Replay<'_> {
     /// to the old one applies.
     pub(super) fn renewing(&mut self, s: u32, dir: Direction) {
         self.touch(s);
-        self.lazy[s as usize][dir as usize].stale = false;
+        self.regions.lazy[s as usize][dir as usize].stale = false;
         match dir {
-            Direction::Forward => self.owed_fwd[s as usize].clear(),
-            Direction::Reverse => self.owed_rev[s as usize].clear(),
+            Direction::Forward => self.regions.owed_fwd[s as usize].clear(),
+            Direction::Reverse => self.regions.owed_rev[s as usize].clear(),
         }
     }
 
@@ -393,11 +393,11 @@ impl Replay<'_> {
         self.renewing(s, dir);
         let g = GraphView { trace: self.trace, created: self.created, material: &self.material, compute: &self.compute, for_good: &self.for_good };
         let region = match dir {
-            Direction::Forward => &mut self.fwd[s as usize],
-            Direction::Reverse => &mut self.rev[s as usize],
+            Direction::Forward => &mut self.regions.fwd[s as usize],
+            Direction::Reverse => &mut self.regions.rev[s as usize],
         };
         region.rebuild(s, dir, &g, &mut self.marks, &mut self.walk);
-        region.sums_at = self.compute_changes;
+        region.sums_at = self.regions.compute_changes;
     }
 
     /// Apply the absorbs owed to both regions of `s` before they are read.
@@ -411,8 +411,8 @@ impl Replay<'_> {
     pub(super) fn settle_region(&mut self, s: u32, dir: Direction) {
         let si = s as usize;
         let (owed, region) = match dir {
-            Direction::Forward => (&mut self.owed_fwd[si], &mut self.fwd[si]),
-            Direction::Reverse => (&mut self.owed_rev[si], &mut self.rev[si]),
+            Direction::Forward => (&mut self.regions.owed_fwd[si], &mut self.regions.fwd[si]),
+            Direction::Reverse => (&mut self.regions.owed_rev[si], &mut self.regions.rev[si]),
         };
         if owed.is_empty() {
             return;
@@ -421,7 +421,7 @@ impl Replay<'_> {
         // A take-over (no copy) first when it applies; the rest in one pass.
         if region.interior.is_empty() && region.frontier == [list[0].0] {
             let (x, reg) = list.remove(0);
-            Self::absorb_owed(region, x, reg, self.compute_changes, self.cfg.eager_regions, &self.compute, &mut self.marks);
+            Self::absorb_owed(region, x, reg, self.regions.compute_changes, self.cfg.eager_regions, &self.compute, &mut self.marks);
         }
         match &list[..] {
             [] => {}
@@ -431,8 +431,8 @@ impl Replay<'_> {
         list.clear();
         // Keep the list's allocation for the next owed absorbs.
         let owed = match dir {
-            Direction::Forward => &mut self.owed_fwd[si],
-            Direction::Reverse => &mut self.owed_rev[si],
+            Direction::Forward => &mut self.regions.owed_fwd[si],
+            Direction::Reverse => &mut self.regions.owed_rev[si],
         };
         if owed.is_empty() {
             *owed = list;

@@ -5,6 +5,12 @@
 //! Materialization is iterative (an explicit frame stack), so chains of
 //! rematerializations of any depth cannot overflow the native stack.
 //!
+//! The replay's state is grouped by concern: per-tensor and per-storage
+//! facts (residency, locks, last access, compute), `RegionState` (the
+//! evicted-neighbourhood regions and what is owed to them), `Scan` (the
+//! victim choice's keys, summaries and scratch), `Counters` (what the
+//! result reports) and the clock and resident bytes that every part reads.
+//!
 //! The replay loop, locks, materialization and eviction are here; the
 //! other rooms of `Replay` are [`lazy_regions`] (which regions are stale and
 //! when they are rebuilt), [`victim`] (the pool scan and scores),
@@ -99,27 +105,32 @@ struct Frame {
     awaiting: bool,
 }
 
-/// The mutable state of one replay.
-struct Replay<'a> {
-    trace: &'a Trace,
-    cfg: &'a RunConfig,
-    never_access: i64,
-    // Per tensor.
-    defined: Vec<bool>,
-    // Per storage (indexed by root tensor id).
-    material: Vec<bool>,
-    ref_int: Vec<u32>,
-    ref_ext: Vec<u64>,
-    pinned: Vec<bool>,
-    retained: Vec<bool>,
-    /// Pinned or retained: resident for good once linked (see
-    /// `GraphView::for_good`). Where regions are on this is `Lazy::unused`
-    /// again, kept dense for the walks' inner loop, which reads it at
-    /// every resident storage it reaches.
-    for_good: Vec<bool>,
-    last_access_int: Vec<i64>,
-    compute: Vec<u64>,
-    evict_count: Vec<u32>,
+/// What a replay adds up as it goes, for its result and diagnostics (the
+/// cap reads `remat_compute`, the event log `model_ops`; no decision reads
+/// the others).
+#[derive(Debug, Default)]
+struct Counters {
+    model_compute: u64,
+    remat_compute: u64,
+    max_memory: u64,
+    evictions: u64,
+    /// Candidates the reference would have scored (counted, not all scored).
+    heuristic_evals: u64,
+    peak_pinned: u64,
+    depth_at_peak_pinned: u32,
+    max_depth: u32,
+    model_ops: u64,
+    /// The largest need that fitted and the smallest that did not: the
+    /// identical-budget interval.
+    fit_max: Option<u64>,
+    nofit_min: Option<u64>,
+    bottleneck: u64,
+    const_bytes: u64,
+}
+
+/// The evicted-neighbourhood regions of every storage, and what is owed to
+/// them: stale rebuilds and absorbs (see `lazy_regions`).
+struct RegionState {
     fwd: Vec<Region>,
     rev: Vec<Region>,
     /// Absorbs owed to a region, in order: `(evicted storage, its same-
@@ -144,6 +155,17 @@ struct Replay<'a> {
     /// A forward region found ahead for an evicted storage about to be
     /// made resident (`rebuild_via`), until it is (`take_region_ahead`).
     ahead: Option<(u32, Region)>,
+    /// While a model operator with an evicted input is being materialized,
+    /// which regions must be rebuilt as soon as they are marked stale
+    /// (see `ensure_exact`).
+    eager: Eager,
+    /// How often an evicted storage's compute changed (see `Region::sums_at`).
+    compute_changes: u64,
+}
+
+/// The victim choice's state: the pool's keys and their summaries (the
+/// blocks, and the tree while the pool is large), and the scan's scratch.
+struct Scan {
     /// Victim-choice scratch: the candidates in pool order, and the
     /// positions still to score exactly.
     candidates: Vec<Cand>,
@@ -157,18 +179,40 @@ struct Replay<'a> {
     /// The scan's scratch: slots that may hold the victim, with their rank.
     kept: Vec<(u32, u32)>,
     /// A pool member likely to score low at the next scan (`scan_seed`).
-    scan_hint: Option<u32>,
+    hint: Option<u32>,
     /// The keys summarized a block of slots at a time (kept while keyed).
     blocks: key_blocks::KeyBlocks,
     /// The victim tree, kept while the pool is large (`victim::TREE_FROM`);
     /// boxed: the replay's hot loops never read it.
     tree: Box<score_tree::VictimTree>,
-    /// While a model operator with an evicted input is being materialized,
-    /// which regions must be rebuilt as soon as they are marked stale
-    /// (see `ensure_exact`).
-    eager: Eager,
-    /// How often an evicted storage's compute changed (see `Region::sums_at`).
-    compute_changes: u64,
+}
+
+/// The mutable state of one replay.
+struct Replay<'a> {
+    trace: &'a Trace,
+    cfg: &'a RunConfig,
+    never_access: i64,
+    // Per tensor.
+    defined: Vec<bool>,
+    // Per storage (indexed by root tensor id).
+    material: Vec<bool>,
+    ref_int: Vec<u32>,
+    ref_ext: Vec<u64>,
+    pinned: Vec<bool>,
+    retained: Vec<bool>,
+    /// Pinned or retained: resident for good once linked (see
+    /// `GraphView::for_good`). Where regions are on this is `Lazy::unused`
+    /// again, kept dense for the walks' inner loop, which reads it at
+    /// every resident storage it reaches.
+    for_good: Vec<bool>,
+    last_access_int: Vec<i64>,
+    compute: Vec<u64>,
+    evict_count: Vec<u32>,
+    /// The victim choice's state (see `victim`).
+    scan: Scan,
+    /// The evicted-neighbourhood regions and what is owed to them (see
+    /// `lazy_regions`); empty unless the heuristic reads regions.
+    regions: RegionState,
     eq: EqClasses,
     eq_node: Vec<Option<u32>>,
     pool: Pool<Key>,
@@ -177,20 +221,9 @@ struct Replay<'a> {
     // Global.
     created: TensorId,
     memory: u64,
+    /// The simulated clock: compute run so far (staleness is read from it).
     clock: u64,
-    model_compute: u64,
-    remat_compute: u64,
-    max_memory: u64,
-    evictions: u64,
-    heuristic_evals: u64,
-    peak_pinned: u64,
-    depth_at_peak_pinned: u32,
-    max_depth: u32,
-    model_ops: u64,
-    fit_max: Option<u64>,
-    nofit_min: Option<u64>,
-    bottleneck: u64,
-    const_bytes: u64,
+    counters: Counters,
     rng: SplitMix64,
     frames: Vec<Frame>,
     pending: Vec<TensorId>,
@@ -254,25 +287,29 @@ impl<'a> Replay<'a> {
             last_access_int: vec![i64::MIN; n],
             compute: vec![0; n],
             evict_count: vec![0; n],
-            fwd: if regions_on { vec![Region::default(); n] } else { Vec::new() },
-            rev: if regions_on { vec![Region::default(); n] } else { Vec::new() },
-            owed_fwd: if regions_on { vec![Vec::new(); n] } else { Vec::new() },
-            owed_rev: if regions_on { vec![Vec::new(); n] } else { Vec::new() },
-            owed_list: Vec::new(),
-            lazy,
-            stale_list: [Vec::new(), Vec::new()],
-            ahead: None,
-            candidates: Vec::new(),
-            bounded: Vec::new(),
-            keyed,
-            key_dirty: if keyed { vec![false; n] } else { Vec::new() },
-            dirty_keys: Vec::new(),
-            kept: Vec::new(),
-            scan_hint: None,
-            blocks: key_blocks::KeyBlocks::default(),
-            tree: Box::new(score_tree::VictimTree::new(matches!(cfg.heuristic, Heuristic::Score { size: true, .. }))),
-            eager: if cfg.eager_regions { Eager::All } else { Eager::None },
-            compute_changes: 0,
+            scan: Scan {
+                candidates: Vec::new(),
+                bounded: Vec::new(),
+                keyed,
+                key_dirty: if keyed { vec![false; n] } else { Vec::new() },
+                dirty_keys: Vec::new(),
+                kept: Vec::new(),
+                hint: None,
+                blocks: key_blocks::KeyBlocks::default(),
+                tree: Box::new(score_tree::VictimTree::new(matches!(cfg.heuristic, Heuristic::Score { size: true, .. }))),
+            },
+            regions: RegionState {
+                fwd: if regions_on { vec![Region::default(); n] } else { Vec::new() },
+                rev: if regions_on { vec![Region::default(); n] } else { Vec::new() },
+                owed_fwd: if regions_on { vec![Vec::new(); n] } else { Vec::new() },
+                owed_rev: if regions_on { vec![Vec::new(); n] } else { Vec::new() },
+                owed_list: Vec::new(),
+                lazy,
+                stale_list: [Vec::new(), Vec::new()],
+                ahead: None,
+                eager: if cfg.eager_regions { Eager::All } else { Eager::None },
+                compute_changes: 0,
+            },
             eq: EqClasses::default(),
             eq_node: if eq_on { vec![None; n] } else { Vec::new() },
             pool: Pool::new(n),
@@ -280,19 +317,7 @@ impl<'a> Replay<'a> {
             created: 0,
             memory: 0,
             clock: 1,
-            model_compute: 0,
-            remat_compute: 0,
-            max_memory: 0,
-            evictions: 0,
-            heuristic_evals: 0,
-            peak_pinned: 0,
-            depth_at_peak_pinned: 0,
-            max_depth: 0,
-            model_ops: 0,
-            fit_max: None,
-            nofit_min: None,
-            bottleneck: 0,
-            const_bytes: 0,
+            counters: Counters::default(),
             rng: SplitMix64::new(cfg.seed),
             frames: Vec::new(),
             pending: Vec::new(),
@@ -349,7 +374,7 @@ impl<'a> Replay<'a> {
 
     /// A model operator: create its outputs, materialize the first one.
     fn compute_op(&mut self, op: u32) -> Result<(), Stop> {
-        self.model_ops += 1;
+        self.counters.model_ops += 1;
         let trace = self.trace;
         let o = &trace.ops[op as usize];
         let evicted_input = |p: &TensorId| !self.material[self.storage(*p) as usize];
@@ -360,10 +385,10 @@ impl<'a> Replay<'a> {
                 let s = self.storage(t);
                 s != t && !self.material[s as usize]
             });
-            if self.eager == Eager::None {
-                self.eager = if alias_of_evicted { Eager::All } else { Eager::Forward };
+            if self.regions.eager == Eager::None {
+                self.regions.eager = if alias_of_evicted { Eager::All } else { Eager::Forward };
             }
-            self.flush(self.eager);
+            self.flush(self.regions.eager);
             if alias_of_evicted {
                 // The compute about to change is read by absorbs still
                 // owed (see `settle_owed`).
@@ -387,16 +412,16 @@ impl<'a> Replay<'a> {
                 self.touch(s);
                 if !self.material[s as usize] {
                     // Regions holding it now sum an older value (see `Region::sums_at`).
-                    self.compute_changes += 1;
+                    self.regions.compute_changes += 1;
                 }
             }
             if o.is_constant {
-                self.const_bytes += trace.tensors[t as usize].size;
+                self.counters.const_bytes += trace.tensors[t as usize].size;
             }
         }
         let done = self.materialize(o.first_output, false);
         if !self.cfg.eager_regions {
-            self.eager = Eager::None;
+            self.regions.eager = Eager::None;
         }
         done?;
         for t in outputs {
@@ -420,12 +445,12 @@ impl<'a> Replay<'a> {
             self.pinned[s as usize] = true;
             self.for_good[s as usize] = true;
             if self.regions_on {
-                self.lazy[s as usize].iter_mut().for_each(|l| l.unused = true);
+                self.regions.lazy[s as usize].iter_mut().for_each(|l| l.unused = true);
                 // Never read again (see `regions_unused`): give the memory back.
-                self.fwd[s as usize] = Region::default();
-                self.rev[s as usize] = Region::default();
-                self.owed_fwd[s as usize] = Vec::new();
-                self.owed_rev[s as usize] = Vec::new();
+                self.regions.fwd[s as usize] = Region::default();
+                self.regions.rev[s as usize] = Region::default();
+                self.regions.owed_fwd[s as usize] = Vec::new();
+                self.regions.owed_rev[s as usize] = Vec::new();
             }
         }
         Ok(())
@@ -485,11 +510,11 @@ impl<'a> Replay<'a> {
             if candidate {
                 self.evictable_bytes += self.trace.storage_size(s);
             }
-            if self.keyed && self.blocks.follows(self.pool.compactions()) {
-                self.blocks.entered(self.pool.slot_of(s), candidate);
+            if self.scan.keyed && self.scan.blocks.follows(self.pool.compactions()) {
+                self.scan.blocks.entered(self.pool.slot_of(s), candidate);
             }
-            if self.tree.follows(self.pool.compactions()) {
-                self.tree.entered(self.pool.slot_of(s), candidate);
+            if self.scan.tree.follows(self.pool.compactions()) {
+                self.scan.tree.entered(self.pool.slot_of(s), candidate);
             }
         }
     }
@@ -501,11 +526,11 @@ impl<'a> Replay<'a> {
         if !self.retained[s as usize] {
             self.evictable_bytes -= self.trace.storage_size(s);
             // Before the removal, which may compact the slots.
-            if self.keyed && self.blocks.follows(self.pool.compactions()) {
-                self.blocks.left(self.pool.slot_of(s));
+            if self.scan.keyed && self.scan.blocks.follows(self.pool.compactions()) {
+                self.scan.blocks.left(self.pool.slot_of(s));
             }
-            if self.tree.follows(self.pool.compactions()) {
-                self.tree.left(self.pool.slot_of(s));
+            if self.scan.tree.follows(self.pool.compactions()) {
+                self.scan.tree.left(self.pool.slot_of(s));
             }
         }
         self.pool.remove(s);
@@ -527,11 +552,11 @@ impl<'a> Replay<'a> {
         match self.cfg.budget {
             None => true,
             Some(b) if need <= b => {
-                self.fit_max = Some(self.fit_max.map_or(need, |m| m.max(need)));
+                self.counters.fit_max = Some(self.counters.fit_max.map_or(need, |m| m.max(need)));
                 true
             }
             Some(_) => {
-                self.nofit_min = Some(self.nofit_min.map_or(need, |m| m.min(need)));
+                self.counters.nofit_min = Some(self.counters.nofit_min.map_or(need, |m| m.min(need)));
                 false
             }
         }
@@ -547,7 +572,7 @@ impl<'a> Replay<'a> {
     fn push_frame(&mut self, t: TensorId, remat: bool) {
         let depth = self.frames.len() as u32 + 1;
         self.last_requested = t;
-        self.max_depth = self.max_depth.max(depth);
+        self.counters.max_depth = self.counters.max_depth.max(depth);
         let trace = self.trace;
         let clock = self.clock as i64;
         let parents = trace.parents(t);
@@ -621,7 +646,7 @@ impl<'a> Replay<'a> {
             let ps = self.storage(p);
             self.unlock(ps);
         }
-        if exceeds(self.remat_compute, self.cfg.remat_limit) {
+        if exceeds(self.counters.remat_compute, self.cfg.remat_limit) {
             return Err(Stop::Thrashed);
         }
         // Bottleneck: operator outputs plus the parents' op sizes.
@@ -629,13 +654,13 @@ impl<'a> Replay<'a> {
         for &p in trace.parents(t) {
             need += trace.tensors[p as usize].size;
         }
-        self.bottleneck = self.bottleneck.max(need);
+        self.counters.bottleneck = self.counters.bottleneck.max(need);
         Ok(())
     }
 
     /// Evict victims until `request` more bytes fit.
     fn free(&mut self, request: u64, computing: TensorId, depth: u32) -> Result<(), Stop> {
-        self.flush(self.eager);
+        self.flush(self.regions.eager);
         loop {
             let Some(v) = self.choose()? else {
                 self.sample_pinned(depth);
@@ -646,7 +671,7 @@ impl<'a> Replay<'a> {
                     request,
                     depth,
                     over_by: self.need(request) - budget,
-                    model_op: self.model_ops,
+                    model_op: self.counters.model_ops,
                     tensor_id: self.last_requested,
                     tensor_name: self.tensor_name(self.last_requested).to_string(),
                     computing,
@@ -693,7 +718,7 @@ impl<'a> Replay<'a> {
         // rematerializations repeat costs without bound when uncapped.
         self.clock = self.clock.checked_add(o.cost).ok_or_else(overflow)?;
         self.memory += o.total_size;
-        self.max_memory = self.max_memory.max(self.memory);
+        self.counters.max_memory = self.counters.max_memory.max(self.memory);
         for u in outputs {
             if u == t || !self.defined[u as usize] {
                 self.defined[u as usize] = true;
@@ -702,9 +727,9 @@ impl<'a> Replay<'a> {
             }
         }
         if remat {
-            self.remat_compute = self.remat_compute.checked_add(o.cost).ok_or_else(overflow)?;
+            self.counters.remat_compute = self.counters.remat_compute.checked_add(o.cost).ok_or_else(overflow)?;
         } else {
-            self.model_compute += o.cost;
+            self.counters.model_compute += o.cost;
         }
         self.memory -= dup_bytes;
         for &s in &fresh {
@@ -714,7 +739,7 @@ impl<'a> Replay<'a> {
             if let Some(ev) = self.events.as_mut() {
                 let pinned = self.memory - self.evictable_bytes;
                 let s = trace.tensors[t as usize].storage;
-                ev.push(EventKind::Remat, self.model_ops, depth, s, t, o.total_size, pinned, self.clock);
+                ev.push(EventKind::Remat, self.counters.model_ops, depth, s, t, o.total_size, pinned, self.clock);
             }
         }
         if self.regions_on {
@@ -734,7 +759,7 @@ impl<'a> Replay<'a> {
     // ----- eviction -------------------------------------------------------
 
     fn evict(&mut self, s: u32, kind: EventKind, depth: u32) {
-        self.flush(self.eager);
+        self.flush(self.regions.eager);
         if self.regions_on && !self.regions_unused(s) {
             // Its regions are absorbed by its frontiers': they must be exact.
             self.ensure_exact(s);
@@ -750,27 +775,27 @@ impl<'a> Replay<'a> {
         let size = trace.storage_size(s);
         self.memory -= size;
         self.pool_remove(s);
-        self.evictions += 1;
+        self.counters.evictions += 1;
         self.evict_count[s as usize] += 1;
         if let Some(ev) = self.events.as_mut() {
             let pinned = self.memory - self.evictable_bytes;
-            ev.push(kind, self.model_ops, depth, s, s, size, pinned, self.clock);
+            ev.push(kind, self.counters.model_ops, depth, s, s, size, pinned, self.clock);
         }
         if self.regions_on {
-            let own_fwd = Rc::new(std::mem::take(&mut self.fwd[s as usize]));
-            let own_rev = Rc::new(std::mem::take(&mut self.rev[s as usize]));
+            let own_fwd = Rc::new(std::mem::take(&mut self.regions.fwd[s as usize]));
+            let own_rev = Rc::new(std::mem::take(&mut self.regions.rev[s as usize]));
             for &p in &own_rev.frontier {
                 if self.owes_absorbs(p, Direction::Forward) {
                     self.touch(p);
                     self.list_owed(p);
-                    self.owed_fwd[p as usize].push((s, own_fwd.clone()));
+                    self.regions.owed_fwd[p as usize].push((s, own_fwd.clone()));
                 }
             }
             for &c in &own_fwd.frontier {
                 if self.owes_absorbs(c, Direction::Reverse) {
                     self.touch(c);
                     self.list_owed(c);
-                    self.owed_rev[c as usize].push((s, own_rev.clone()));
+                    self.regions.owed_rev[c as usize].push((s, own_rev.clone()));
                 }
             }
         }

@@ -10,9 +10,9 @@ use crate::regions::{Direction, GraphView, Region};
 impl Replay<'_> {
     pub(super) fn sample_pinned(&mut self, depth: u32) {
         let pinned = self.pinned_bytes();
-        if pinned > self.peak_pinned {
-            self.peak_pinned = pinned;
-            self.depth_at_peak_pinned = depth;
+        if pinned > self.counters.peak_pinned {
+            self.counters.peak_pinned = pinned;
+            self.counters.depth_at_peak_pinned = depth;
         }
     }
 
@@ -57,8 +57,8 @@ impl Replay<'_> {
                     let g = GraphView { trace: self.trace, created: self.created, material: &self.material, compute: &self.compute, for_good: &self.for_good };
                     fresh.rebuild(s, dir, &g, &mut self.marks, &mut self.walk);
                     let kept = match dir {
-                        Direction::Forward => &self.fwd[si],
-                        Direction::Reverse => &self.rev[si],
+                        Direction::Forward => &self.regions.fwd[si],
+                        Direction::Reverse => &self.regions.rev[si],
                     };
                     // A frontier built before one of its storages was pinned
                     // still holds it; no reader needs it (see `GraphView::for_good`).
@@ -106,21 +106,21 @@ impl Replay<'_> {
             status,
             budget: self.cfg.budget,
             clock: self.clock,
-            model_compute: self.model_compute,
-            remat_compute: self.remat_compute,
-            max_memory: self.max_memory,
-            evictions: self.evictions,
+            model_compute: self.counters.model_compute,
+            remat_compute: self.counters.remat_compute,
+            max_memory: self.counters.max_memory,
+            evictions: self.counters.evictions,
             evicted_ids,
-            heuristic_eval_count: self.heuristic_evals,
-            peak_pinned: self.peak_pinned,
-            depth_at_peak_pinned: self.depth_at_peak_pinned,
-            max_nesting_depth: self.max_depth,
-            model_ops: self.model_ops,
+            heuristic_eval_count: self.counters.heuristic_evals,
+            peak_pinned: self.counters.peak_pinned,
+            depth_at_peak_pinned: self.counters.depth_at_peak_pinned,
+            max_nesting_depth: self.counters.max_depth,
+            model_ops: self.counters.model_ops,
             fail,
-            identical_budget_lo: self.fit_max,
-            identical_budget_hi: self.nofit_min.map(|u| u - 1),
-            bottleneck: self.bottleneck,
-            const_bytes: self.const_bytes,
+            identical_budget_lo: self.counters.fit_max,
+            identical_budget_hi: self.counters.nofit_min.map(|u| u - 1),
+            bottleneck: self.counters.bottleneck,
+            const_bytes: self.counters.const_bytes,
             events: self.events.take(),
         })
     }

@@ -228,7 +228,7 @@ impl Replay<'_> {
     pub(super) fn choose(&mut self) -> Result<Option<u32>, EngineError> {
         match self.cfg.heuristic {
             Heuristic::Random => {
-                self.heuristic_evals += 1;
+                self.counters.heuristic_evals += 1;
                 let candidates: Vec<u32> = self.pool.iter().filter(|&s| !self.retained[s as usize]).collect();
                 if candidates.is_empty() {
                     return Ok(None);
@@ -237,17 +237,17 @@ impl Replay<'_> {
                 Ok(Some(candidates[k]))
             }
             Heuristic::Score { cost: cost @ (Cost::Neighbourhood | Cost::Msps), size, stale } => {
-                if self.keyed {
+                if self.scan.keyed {
                     self.tree_if_large();
                 }
-                let (chosen, evals) = if !self.keyed || (!self.tree.on && self.clock >= EXACT_CLOCK) {
+                let (chosen, evals) = if !self.scan.keyed || (!self.scan.tree.on && self.clock >= EXACT_CLOCK) {
                     self.choose_bounded(cost, size, stale)
                 } else {
                     self.refresh_keys(cost, size);
                     if self.cfg.self_check {
                         self.check_keys(cost, size)?;
                     }
-                    let (picked, by) = if self.tree.on {
+                    let (picked, by) = if self.scan.tree.on {
                         (self.choose_tree(cost, size, stale)?, "victim tree")
                     } else {
                         (self.choose_scanned(cost, size, stale), "key scan")
@@ -262,12 +262,12 @@ impl Replay<'_> {
                     }
                     picked
                 };
-                self.heuristic_evals += evals;
+                self.counters.heuristic_evals += evals;
                 Ok(chosen)
             }
             h => {
                 let (chosen, evals) = self.choose_plain(h);
-                self.heuristic_evals += evals;
+                self.counters.heuristic_evals += evals;
                 Ok(chosen)
             }
         }
@@ -320,10 +320,10 @@ impl Replay<'_> {
         if !self.pool.contains(s) {
             return;
         }
-        if let Some(d) = self.key_dirty.get_mut(s as usize) {
+        if let Some(d) = self.scan.key_dirty.get_mut(s as usize) {
             if !*d {
                 *d = true;
-                self.dirty_keys.push(s);
+                self.scan.dirty_keys.push(s);
             }
         }
     }
@@ -332,11 +332,11 @@ impl Replay<'_> {
     /// below half of that (built anew, keys and all, when next used).
     fn tree_if_large(&mut self) {
         let n = self.pool.len();
-        if !self.tree.on && n >= self.cfg.tree_from {
-            self.tree.on = true;
-            self.tree.bounds.forget();
-        } else if self.tree.on && n < self.cfg.tree_from / 2 {
-            self.tree.on = false;
+        if !self.scan.tree.on && n >= self.cfg.tree_from {
+            self.scan.tree.on = true;
+            self.scan.tree.bounds.forget();
+        } else if self.scan.tree.on && n < self.cfg.tree_from / 2 {
+            self.scan.tree.on = false;
         }
     }
 
@@ -417,28 +417,28 @@ impl Replay<'_> {
 
     /// Renew the keys of the touched pool members.
     pub(super) fn refresh_keys(&mut self, cost: Cost, size: bool) {
-        let mut dirty = std::mem::take(&mut self.dirty_keys);
+        let mut dirty = std::mem::take(&mut self.scan.dirty_keys);
         // Summaries that no longer follow the slots are rebuilt by the scan.
-        let follows = self.blocks.follows(self.pool.compactions());
-        let tree_follows = self.tree.follows(self.pool.compactions());
+        let follows = self.scan.blocks.follows(self.pool.compactions());
+        let tree_follows = self.scan.tree.follows(self.pool.compactions());
         for &s in &dirty {
-            self.key_dirty[s as usize] = false;
+            self.scan.key_dirty[s as usize] = false;
             // A storage outside the pool is touched again when it enters it.
             if self.pool.contains(s) {
                 let (term, _, _, exact) = self.bounded_term(cost, s, false);
                 let key = self.float_key(size, s, term, exact);
                 *self.pool.payload_mut(s) = key;
                 if follows && !key.retained {
-                    self.blocks.renewed(self.pool.slot_of(s), &key);
+                    self.scan.blocks.renewed(self.pool.slot_of(s), &key);
                 }
                 if tree_follows {
                     let key = self.tree_key(s, term, exact);
-                    self.tree.renewed(self.pool.slot_of(s), key);
+                    self.scan.tree.renewed(self.pool.slot_of(s), key);
                 }
             }
         }
         dirty.clear();
-        self.dirty_keys = dirty;
+        self.scan.dirty_keys = dirty;
     }
 
     /// The self-check of the keys: every pool member's equals a fresh one.
@@ -450,17 +450,17 @@ impl Replay<'_> {
                 return Err(EngineError::Invariant(format!("storage {s}: its victim-scan key is out of date")));
             }
         }
-        if self.blocks.follows(self.pool.compactions()) {
-            self.blocks.check(self.pool.slots(), self.pool.payload()).map_err(EngineError::Invariant)?;
+        if self.scan.blocks.follows(self.pool.compactions()) {
+            self.scan.blocks.check(self.pool.slots(), self.pool.payload()).map_err(EngineError::Invariant)?;
         }
-        if self.tree.follows(self.pool.compactions()) {
+        if self.scan.tree.follows(self.pool.compactions()) {
             let fresh = self.fresh_tree_keys(cost);
-            let (slots, kept) = (self.pool.slots(), &self.tree.keys);
+            let (slots, kept) = (self.pool.slots(), &self.scan.tree.keys);
             // Holes' keys are never read; every member's must be fresh.
             if let Some(i) = (0..slots.len()).find(|&i| slots[i] != HOLE && kept.get(i) != Some(&fresh[i])) {
                 return Err(EngineError::Invariant(format!("storage {}: its victim-tree key is out of date", slots[i])));
             }
-            self.tree.bounds.check(slots, kept).map_err(EngineError::Invariant)?;
+            self.scan.tree.bounds.check(slots, kept).map_err(EngineError::Invariant)?;
         }
         Ok(())
     }
@@ -481,8 +481,8 @@ impl Replay<'_> {
     /// reference does, and only the candidates before it that may still
     /// score 0 are kept (`best_hi` = 0).
     pub(super) fn choose_scanned(&mut self, cost: Cost, size: bool, stale: bool) -> (Option<u32>, u64) {
-        if !self.blocks.follows(self.pool.compactions()) {
-            self.blocks.rebuild(self.pool.slots(), self.pool.payload(), self.pool.compactions());
+        if !self.scan.blocks.follows(self.pool.compactions()) {
+            self.scan.blocks.rebuild(self.pool.slots(), self.pool.payload(), self.pool.compactions());
         }
         let t = self.clock as f64;
         // One pass: the known candidate of the smallest q = r / st so far,
@@ -490,8 +490,8 @@ impl Replay<'_> {
         // it changes), and the slots that pass the filter against the
         // `best_hi` of their time, a superset of those passing the last one.
         let (mut br, mut bst, mut best_hi) = self.scan_seed(stale, t);
-        let (slots, keys, blocks) = (self.pool.slots(), self.pool.payload(), &mut self.blocks);
-        let mut kept = std::mem::take(&mut self.kept);
+        let (slots, keys, blocks) = (self.pool.slots(), self.pool.payload(), &mut self.scan.blocks);
+        let mut kept = std::mem::take(&mut self.scan.kept);
         kept.clear();
         let mut rank = 0u32;
         debug_assert_eq!(slots.len(), keys.len());
@@ -546,7 +546,7 @@ impl Replay<'_> {
             }
             blocks.tighten(b, r_min, a_min, rep);
         }
-        let mut cands = std::mem::take(&mut self.candidates);
+        let mut cands = std::mem::take(&mut self.scan.candidates);
         cands.clear();
         for &(i, at) in &kept {
             let key = self.pool.payload()[i as usize];
@@ -563,11 +563,12 @@ impl Replay<'_> {
                 cands.push(c);
             }
         }
-        self.kept = kept;
+        self.scan.kept = kept;
         let picked = self.pick(cands, cost, size, stale, rank);
         // The next scan's seed: the known candidate scoring least but the
         // victim (it leaves the pool).
-        self.scan_hint = self
+        self.scan.hint = self
+            .scan
             .candidates
             .iter()
             .filter(|c| c.exact && Some(c.s) != picked.0 && c.v > 0.0 && c.v.is_finite())
@@ -596,8 +597,8 @@ impl Replay<'_> {
     /// instructions in the whole replay).
     fn scan_seed(&self, stale: bool, t: f64) -> (f64, f64, f64) {
         let (slots, keys) = (self.pool.slots(), self.pool.payload());
-        let hint = self.scan_hint.filter(|&h| self.pool.contains(h)).map(|h| self.pool.slot_of(h));
-        let reps = self.blocks.reps();
+        let hint = self.scan.hint.filter(|&h| self.pool.contains(h)).map(|h| self.pool.slot_of(h));
+        let reps = self.scan.blocks.reps();
         let (mut br, mut bst) = (f64::INFINITY, 1.0);
         for i in hint.into_iter().chain(reps) {
             let (Some(&slot), Some(key)) = (slots.get(i), keys.get(i)) else { continue };
@@ -621,12 +622,12 @@ impl Replay<'_> {
     /// tree (keys renewed by `refresh_keys` before): the large pool's
     /// stages of this file's doc.
     pub(super) fn choose_tree(&mut self, cost: Cost, size: bool, stale: bool) -> Result<(Option<u32>, u64), EngineError> {
-        if !self.tree.bounds.follows(self.pool.compactions()) {
-            self.tree.keys = self.fresh_tree_keys(cost);
-            self.tree.bounds.rebuild(self.pool.slots(), &self.tree.keys, self.pool.compactions());
+        if !self.scan.tree.bounds.follows(self.pool.compactions()) {
+            self.scan.tree.keys = self.fresh_tree_keys(cost);
+            self.scan.tree.bounds.rebuild(self.pool.slots(), &self.scan.tree.keys, self.pool.compactions());
         }
-        let Some(root) = self.tree.bounds.root() else { return Ok((None, 0)) };
-        let live = self.tree.bounds.tighten(root, self.pool.slots(), &self.tree.keys).live;
+        let Some(root) = self.scan.tree.bounds.root() else { return Ok((None, 0)) };
+        let live = self.scan.tree.bounds.tighten(root, self.pool.slots(), &self.scan.tree.keys).live;
         if live == 0 {
             return Ok((None, 0));
         }
@@ -643,9 +644,9 @@ impl Replay<'_> {
     fn bound_at(&self, p: Place, size: bool, stale: bool) -> f64 {
         let s = if p.level == 0 {
             let i = p.index as usize;
-            Summary::of(self.pool.slots()[i], &self.tree.keys[i], size)
+            Summary::of(self.pool.slots()[i], &self.scan.tree.keys[i], size)
         } else {
-            self.tree.bounds.node(p)
+            self.scan.tree.bounds.node(p)
         };
         s.bound(size, stale, self.clock, self.never_access)
     }
@@ -653,7 +654,7 @@ impl Replay<'_> {
     /// Stage 1: the least score among the candidates (+inf where every one
     /// scores +inf).
     fn least_score(&mut self, cost: Cost, size: bool, stale: bool, root: Place) -> f64 {
-        let mut heap = std::mem::take(&mut self.tree.by_bound);
+        let mut heap = std::mem::take(&mut self.scan.tree.by_bound);
         heap.clear();
         heap.push(Reverse(Bound(self.bound_at(root, size, stale), (false, root))));
         let mut v = f64::INFINITY;
@@ -664,7 +665,7 @@ impl Replay<'_> {
             }
             if p.level == 0 {
                 let i = p.index as usize;
-                let (s, key) = (self.pool.slots()[i], self.tree.keys[i]);
+                let (s, key) = (self.pool.slots()[i], self.scan.tree.keys[i]);
                 if key.known(stale, self.never_access) {
                     v = v.min(b);
                 } else if refined {
@@ -683,11 +684,11 @@ impl Replay<'_> {
                 }
                 continue;
             }
-            let node = self.tree.bounds.tighten(p, self.pool.slots(), &self.tree.keys);
+            let node = self.scan.tree.bounds.tighten(p, self.pool.slots(), &self.scan.tree.keys);
             if node.bound(size, stale, self.clock, self.never_access) >= v {
                 continue;
             }
-            for index in self.tree.bounds.children(p, self.pool.slots().len()) {
+            for index in self.scan.tree.bounds.children(p, self.pool.slots().len()) {
                 let child = Place { level: p.level - 1, index };
                 let cb = self.bound_at(child, size, stale);
                 if cb < v {
@@ -695,7 +696,7 @@ impl Replay<'_> {
                 }
             }
         }
-        self.tree.by_bound = heap;
+        self.scan.tree.by_bound = heap;
         v
     }
 
@@ -707,7 +708,7 @@ impl Replay<'_> {
     /// none of them and is passed over (counted whole).
     fn find_scoring(&mut self, cost: Cost, size: bool, stale: bool, root: Place, v: f64) -> Option<(u32, u32)> {
         let from_left = v == 0.0;
-        let mut stack = std::mem::take(&mut self.tree.dfs);
+        let mut stack = std::mem::take(&mut self.scan.tree.dfs);
         stack.clear();
         stack.push(root);
         let mut rank = 0u32;
@@ -715,7 +716,7 @@ impl Replay<'_> {
         while let Some(p) = stack.pop() {
             if p.level == 0 {
                 let i = p.index as usize;
-                let (s, key) = (self.pool.slots()[i], self.tree.keys[i]);
+                let (s, key) = (self.pool.slots()[i], self.scan.tree.keys[i]);
                 if s == HOLE || key.retained {
                     continue;
                 }
@@ -727,7 +728,7 @@ impl Replay<'_> {
                 rank += 1;
                 continue;
             }
-            let node = self.tree.bounds.tighten(p, self.pool.slots(), &self.tree.keys);
+            let node = self.scan.tree.bounds.tighten(p, self.pool.slots(), &self.scan.tree.keys);
             if node.live == 0 {
                 continue;
             }
@@ -736,14 +737,14 @@ impl Replay<'_> {
                 continue;
             }
             // The next child in the search's order on top.
-            let children = self.tree.bounds.children(p, self.pool.slots().len()).map(|index| Place { level: p.level - 1, index });
+            let children = self.scan.tree.bounds.children(p, self.pool.slots().len()).map(|index| Place { level: p.level - 1, index });
             if from_left {
                 stack.extend(children.rev());
             } else {
                 stack.extend(children);
             }
         }
-        self.tree.dfs = stack;
+        self.scan.tree.dfs = stack;
         found
     }
 
@@ -756,7 +757,7 @@ impl Replay<'_> {
             return None;
         }
         let i = p.index as usize;
-        let (s, key) = (self.pool.slots()[i], self.tree.keys[i]);
+        let (s, key) = (self.pool.slots()[i], self.scan.tree.keys[i]);
         if key.known(stale, self.never_access) {
             return Some(b);
         }
@@ -801,7 +802,7 @@ impl Replay<'_> {
     /// region is exact; with a clock past 2^53, where keys are not exact
     /// enough, and as the self-check of `choose_scanned`).
     pub(super) fn choose_bounded(&mut self, cost: Cost, size: bool, stale: bool) -> (Option<u32>, u64) {
-        let mut cands = std::mem::take(&mut self.candidates);
+        let mut cands = std::mem::take(&mut self.scan.candidates);
         cands.clear();
         let mut rank = 0u32;
         let mut i = 0;
@@ -852,7 +853,7 @@ impl Replay<'_> {
         // Score exactly, lowest bound first (ties in pool order), what could
         // still be picked: a heap, since the scan usually stops after a few.
         let end = first_zero.map_or(cands.len(), |z| z + 1);
-        let mut bounded = std::mem::take(&mut self.bounded);
+        let mut bounded = std::mem::take(&mut self.scan.bounded);
         bounded.clear();
         bounded.extend(
             (0..end as u32)
@@ -909,8 +910,8 @@ impl Replay<'_> {
             Some(z) => (Some(cands[z].s), cands[z].rank as u64 + 1),
             None => (cands.iter().rev().find(|c| c.exact && c.v == best).map(|c| c.s), scored as u64),
         };
-        self.candidates = cands;
-        self.bounded = heap.into_vec();
+        self.scan.candidates = cands;
+        self.scan.bounded = heap.into_vec();
         picked
     }
 
@@ -923,13 +924,13 @@ impl Replay<'_> {
     #[inline(always)]
     pub(super) fn stored_bound(&self, s: u32, dir: Direction) -> (u64, bool) {
         let (si, d) = (s as usize, dir as usize);
-        let lazy = &self.lazy[si][d];
+        let lazy = &self.regions.lazy[si][d];
         if lazy.stale {
             return (lazy.bound, false);
         }
         let (owed, region) = match dir {
-            Direction::Forward => (&self.owed_fwd[si], &self.fwd[si]),
-            Direction::Reverse => (&self.owed_rev[si], &self.rev[si]),
+            Direction::Forward => (&self.regions.owed_fwd[si], &self.regions.fwd[si]),
+            Direction::Reverse => (&self.regions.owed_rev[si], &self.regions.rev[si]),
         };
         if owed.is_empty() {
             (region.compute, true)
@@ -944,10 +945,10 @@ impl Replay<'_> {
     /// neighbours, which any walk reaches: once per mark.
     fn raise_bound(&mut self, s: u32, dir: Direction) {
         let (si, d) = (s as usize, dir as usize);
-        let Lazy { stale, neighbours_at, marked, .. } = self.lazy[si][d];
+        let Lazy { stale, neighbours_at, marked, .. } = self.regions.lazy[si][d];
         if stale && neighbours_at != marked {
             let sum = self.evicted_neighbour_compute(s, dir);
-            let lazy = &mut self.lazy[si][d];
+            let lazy = &mut self.regions.lazy[si][d];
             lazy.neighbours_at = marked;
             if sum > lazy.bound {
                 lazy.bound = sum;
@@ -972,14 +973,14 @@ impl Replay<'_> {
             return None;
         }
         self.touch(s);
-        if self.lazy[si][dir as usize].stale {
+        if self.regions.lazy[si][dir as usize].stale {
             self.rebuild(s, dir);
         } else {
             self.settle_region(s, dir);
         }
         let compute = match dir {
-            Direction::Forward => self.fwd[si].compute,
-            Direction::Reverse => self.rev[si].compute,
+            Direction::Forward => self.regions.fwd[si].compute,
+            Direction::Reverse => self.regions.rev[si].compute,
         };
         limit.is_none_or(|k| compute as i128 <= k).then_some(compute)
     }
