@@ -93,28 +93,23 @@ def build_parser() -> argparse.ArgumentParser:
     _add_policy_args(at, "eviction heuristic", "overhead cap of every run")
     # The workflow's settings (the schema's atlas defaults); 0 lifts a limit.
     limits = _DEFAULTS["atlas"]
-    at.add_argument("--max-runs", type=int, default=limits["max_runs"],
-                    help="exact walk for at most this many runs, then grid + bisection (reported as sampled); "
-                         "default %(default)s, 0 for no limit")
-    at.add_argument("--walk-ops", type=float, default=limits["walk_ops"],
-                    help="operators the exact walk may replay (its runs' simulated time in baseline replays "
-                         "times the trace's operators); default %(default)s, 0 for no limit")
-    at.add_argument("--walk-share", type=float, default=limits["walk_share"],
-                    help="stop the exact walk once this share of the range is exact; default %(default)s, "
-                         "1 for the whole range")
-    at.add_argument("--time-limit", type=float, default=limits["time_limit"],
-                    help="seconds of exact walk before sampling (default %(default)s: none)")
-    at.add_argument("--grid", type=int, default=limits["grid"], help="samples of the fallback grid (default %(default)s)")
-    at.add_argument("--max-total-runs", type=int, default=limits["max_total_runs"],
-                    help="runs of exact walk outward from status changes (the grid and bisections still complete, "
-                         "unless --no-resolve); "
-                         "default %(default)s, 0 for no limit")
-    at.add_argument("--edge-runs", type=int, default=limits["edge_runs"],
-                    help="after sampling, exact walk this many classes outward from every status change "
-                         "(default %(default)s)")
-    at.add_argument("--max-work", type=float, default=limits["max_work"],
-                    help="simulated time of exact walks, in baseline replays (as --max-total-runs); "
-                         "default %(default)s, 0 for no limit")
+    for flag, kind, text in (
+        ("max-runs", int, "exact walk for at most this many runs, then grid + bisection (reported as sampled); "
+                          "default %(default)s, 0 for no limit"),
+        ("walk-ops", float, "operators the exact walk may replay (its runs' simulated time in baseline replays "
+                            "times the trace's operators); default %(default)s, 0 for no limit"),
+        ("walk-share", float, "stop the exact walk once this share of the range is exact; default %(default)s, "
+                              "1 for the whole range"),
+        ("time-limit", float, "seconds of exact walk before sampling (default %(default)s: none)"),
+        ("grid", int, "samples of the fallback grid (default %(default)s)"),
+        ("max-total-runs", int, "runs of exact walk outward from status changes (the grid and bisections still "
+                                "complete, unless --no-resolve); default %(default)s, 0 for no limit"),
+        ("edge-runs", int, "after sampling, exact walk this many classes outward from every status change "
+                           "(default %(default)s)"),
+        ("max-work", float, "simulated time of exact walks, in baseline replays (as --max-total-runs); "
+                            "default %(default)s, 0 for no limit"),
+    ):
+        at.add_argument(f"--{flag}", type=kind, default=limits[flag.replace("-", "_")], help=text)
     at.add_argument("--no-resolve", action="store_true",
                     help="let the limits stop the grid and bisections too, reporting the rest as unresolved")
     at.add_argument("--forensics", action="store_true", help="first differing eviction and retention per hole")
