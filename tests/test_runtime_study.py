@@ -178,7 +178,8 @@ def test_one_workload_end_to_end():
     decisions the simulator's, every completed step bitwise exact, and the
     paper's table and macros from it."""
     st = settings(ratios=[0.3, 0.5, 0.7, 0.9, 1.0], max_budgets=8,
-                  atlas=dict(max_runs=200, max_total_runs=300, max_work=200, grid=16, edge_runs=4))
+                  atlas=dict(max_runs=200, walk_share=1.0, walk_ops=30_000, max_total_runs=300, max_work=150, grid=16,
+                             edge_runs=4))
     out = study.study("resnet32_2020", {"batch": 2}, st, progress=False)
     d, m = out["decisions"], out["measured"]
     assert len(d) >= 4 and d.same_decisions.all() and d.ledger_equal.all() and (d.leaked == 0).all()
