@@ -12,7 +12,10 @@ median of its rounds, with the range.
   own Python, beyond what any dispatch mode pays. Target: <= 50 us.
 - engine per command, runtime = engine time / schedule commands; batch =
   one ``simulate`` of the plan at the same budget / commands. Target:
-  within 2x.
+  within 2x. Beside them, the core fed alone: a session over the plan
+  given one command at a time with nothing run between. Between the two
+  core figures is what the operators run between the runtime's calls
+  leave of the engine's code and data in the caches.
 
     python benchmarks/bench_runtime.py                     # every workload, 5 rounds
     python benchmarks/bench_runtime.py --only unet --rounds 3
@@ -31,7 +34,7 @@ from pathlib import Path
 import torch
 
 import records
-from dtrlab import engine, runtime
+from dtrlab import _engine, engine, runtime
 from dtrlab.runtime import workloads
 
 #: Workload -> (sizes, budgets as fractions of the plan's peak).
@@ -48,6 +51,18 @@ def spread(values: list[float]) -> dict:
     return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
+def fed_alone(r: runtime.Runner, ratio: float) -> int:
+    """Nanoseconds in the core for a session over ``r``'s plan fed one
+    command at a time, with nothing run between its calls."""
+    trace = r.plan.trace
+    s = _engine.Session(trace._native, key=trace.key, start=False, heuristic=engine.DEFAULT_HEURISTIC,
+                        cap=engine.DEFAULT_CAP, ratio=ratio)
+    for i in range(1, trace._native.n_commands + 1):
+        if s.advance(i)[0] != "running":
+            break
+    return s.core_ns
+
+
 def bench(name: str, sizes: dict, ratios: list[float], rounds: int) -> list[dict]:
     r = runtime.Runner(workloads.make(name, sizes), optimizer_step=False)
     n_commands = r.trace._native.n_commands
@@ -61,7 +76,7 @@ def bench(name: str, sizes: dict, ratios: list[float], rounds: int) -> list[dict
             t0 = time.perf_counter_ns()
             engine.simulate(r.trace, ratio=x, events=True)
             batch = time.perf_counter_ns() - t0
-            samples[x].append({"run": run, "batch": batch})
+            samples[x].append({"run": run, "batch": batch, "alone": fed_alone(r, x)})
     rows = []
     dispatch = [b["wall"] - b["operators"] for b in bases]
     for x in ratios:
@@ -76,6 +91,7 @@ def bench(name: str, sizes: dict, ratios: list[float], rounds: int) -> list[dict
             "dispatch_baseline_us_per_call": spread([d / calls / 1e3 for d in dispatch]),
             "engine_ns_per_command": spread([s["run"].timing["engine"] / n_commands for s in ss]),
             "engine_core_ns_per_command": spread([s["run"].timing["engine_core"] / n_commands for s in ss]),
+            "core_alone_ns_per_command": spread([s["alone"] / n_commands for s in ss]),
             "batch_ns_per_command": spread([s["batch"] / n_commands for s in ss]),
             "wall_ms": spread([s["run"].timing["wall"] / 1e6 for s in ss]),
             "recompute_ms": spread([s["run"].timing["recompute"] / 1e6 for s in ss]),
@@ -85,15 +101,18 @@ def bench(name: str, sizes: dict, ratios: list[float], rounds: int) -> list[dict
 
 def table(rows: list[dict]) -> str:
     lines = ["| workload | budget | status | calls | evictions | bookkeeping µs/call | no-op dispatch µs/call | "
-             "engine ns/command (runtime) | (of it in the core) | (batch replay) | ratio | wall ms |",
-             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "engine ns/command (runtime) | (of it in the core) | (core fed alone) | (batch replay) | ratio | "
+             "ratio alone | wall ms |",
+             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         b, e, s = r["bookkeeping_us_per_call"], r["engine_ns_per_command"], r["batch_ns_per_command"]
+        a = r["core_alone_ns_per_command"]
         lines.append(f"| {r['workload']} | {r['ratio']:g} | {r['status']} | {r['calls']:,} | {r['evictions']:,} | "
                      f"{b['median']:.0f} ({b['min']:.0f}–{b['max']:.0f}) | "
                      f"{r['dispatch_baseline_us_per_call']['median']:.0f} | {e['median']:.0f} | "
-                     f"{r['engine_core_ns_per_command']['median']:.0f} | {s['median']:.0f} | "
-                     f"{e['median'] / s['median']:.2f}x | {r['wall_ms']['median']:.0f} |")
+                     f"{r['engine_core_ns_per_command']['median']:.0f} | {a['median']:.0f} | {s['median']:.0f} | "
+                     f"{e['median'] / s['median']:.2f}x | {a['median'] / s['median']:.2f}x | "
+                     f"{r['wall_ms']['median']:.0f} |")
     return "\n".join(lines) + "\n"
 
 
