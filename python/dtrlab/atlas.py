@@ -45,7 +45,6 @@ limits stop resolution too, and what is left is reported as unresolved
 from __future__ import annotations
 
 import bisect
-import math
 import time
 from dataclasses import asdict, dataclass, field
 
@@ -207,8 +206,7 @@ def build(
     Exact from ``lo_budget`` until ``walk_share`` of the range is, or its
     runs have replayed ``walk_ops`` operators, or ``max_runs`` runs (or
     ``time_limit`` seconds) are spent; the rest of the range is then sampled
-    with bisection to the byte at each status change, on its share of
-    ``grid`` points (``grid`` over the whole range, at least 2), and
+    on ``grid`` points with bisection to the byte at each status change, and
     up to ``edge_runs`` classes are walked exactly on each side of every
     status change. ``max_total_runs`` and ``max_work`` (simulated time in
     baseline replays) bound those walks; the grid and every bisection still
@@ -250,15 +248,11 @@ def build(
             walk_work is not None and prober.work >= walk_work) or b - lo_budget >= walk_share * width
         if out_of_budget:
             prober.end_walk()
-            # The grid's density is the range's: what the walk left gets its
-            # share of the points, so a longer walk samples no more densely
-            # (and bisects no more status changes) than a short one.
-            points = max(2, math.ceil(grid * (hi_budget - b + 1) / width))
             if log is not None:
                 log(f"exact walk stopped at {b:,}: " + ("run or work limit reached, the rest is unresolved"
                                                         if prober.resolution_stopped else
-                                                        f"sampling {points} points with bisection"))
-            sampled = _sampled(prober, b, hi_budget, points)
+                                                        f"sampling {grid} points with bisection"))
+            sampled = _sampled(prober, b, hi_budget, grid)
             if edge_runs and log is not None:
                 log(f"walking up to {edge_runs} classes outward from every status change")
             atlas.classes += _refine_edges(prober, sampled, edge_runs, b, hi_budget) if edge_runs else sampled
