@@ -34,7 +34,7 @@ from pathlib import Path
 import torch
 
 import records
-from dtrlab import _engine, engine, runtime
+from dtrlab import engine, runtime
 from dtrlab.runtime import workloads
 
 #: Workload -> (sizes, budgets as fractions of the plan's peak).
@@ -54,10 +54,8 @@ def spread(values: list[float]) -> dict:
 def fed_alone(r: runtime.Runner, ratio: float) -> int:
     """Nanoseconds in the core for a session over ``r``'s plan fed one
     command at a time, with nothing run between its calls."""
-    trace = r.plan.trace
-    s = _engine.Session(trace._native, key=trace.key, start=False, heuristic=engine.DEFAULT_HEURISTIC,
-                        cap=engine.DEFAULT_CAP, ratio=ratio)
-    for i in range(1, trace._native.n_commands + 1):
+    s = r.session(ratio=ratio)
+    for i in range(1, r.trace._native.n_commands + 1):
         if s.advance(i)[0] != "running":
             break
     return s.core_ns

@@ -213,6 +213,14 @@ class Runner:
         self._baseline = best
         return best
 
+    def session(self, budget: int | None = None, ratio: float | None = None,
+                heuristic: str = engine.DEFAULT_HEURISTIC, cap: float | None = engine.DEFAULT_CAP,
+                self_check: bool = False) -> _engine.Session:
+        """The engine's session over the plan, as a run drives it (a
+        command at a time); for benchmarks, the same session fed alone."""
+        return _engine.Session(self.plan.trace._native, key=self.plan.trace.key, start=False,
+                               heuristic=heuristic, cap=cap, budget=budget, ratio=ratio, self_check=self_check)
+
     def run(self, budget: int | None = None, ratio: float | None = None, heuristic: str = engine.DEFAULT_HEURISTIC,
             cap: float | None = engine.DEFAULT_CAP, trigger: str = "model", check: bool = True,
             strict: bool = False, self_check: bool = False, poll_allocator: bool = True) -> RuntimeRun:
@@ -239,8 +247,7 @@ class Runner:
             arguments.boolean(name, v)
         w = self.workload
         self.snapshot.restore(w.optimizer)
-        session = _engine.Session(self.plan.trace._native, key=self.plan.trace.key, start=False,
-                                  heuristic=heuristic, cap=cap, budget=budget, ratio=ratio, self_check=self_check)
+        session = self.session(budget=budget, ratio=ratio, heuristic=heuristic, cap=cap, self_check=self_check)
         mode = DTRMode(self.plan, session, trigger=trigger, measure=self.costs == "measured", strict=strict,
                        poll_allocator=poll_allocator)
         mem.reset_process_peak()
