@@ -4,6 +4,8 @@ sentences for every value they can take, and one workload end to end."""
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import pytest
 
@@ -173,15 +175,26 @@ def test_the_schema_names_every_workload():
         workloads.make("nope")
 
 
-def test_one_workload_end_to_end():
+def test_one_workload_end_to_end(capsys):
     """The smallest workload through the whole study: every budget's
     decisions the simulator's, every completed step bitwise exact, and the
-    paper's table and macros from it."""
+    paper's table and macros from it; the log says what each part took."""
     st = settings(ratios=[0.3, 0.5, 0.7, 0.9, 1.0], max_budgets=8,
                   atlas=dict(max_runs=200, walk_share=1.0, walk_ops=30_000, max_total_runs=300, max_work=150, grid=16,
                              edge_runs=4))
-    out = study.study("resnet32_2020", {"batch": 2}, st, progress=False)
+    out = study.study("resnet32_2020", {"batch": 2}, st, progress=True)
     d, m = out["decisions"], out["measured"]
+    said = [line for line in capsys.readouterr().err.splitlines() if re.fullmatch(r"resnet32_2020: .+ \(\d+\.\d s\)", line)]
+    assert [re.sub(r"\d[\d,.]*", "N", line.split(": ", 1)[1]) for line in said] == [
+        "the step run and captured as its plan, N operators, peak N B (N s)",
+        "the simulator at N budgets of the plan (N s)",
+        "the plan's atlas, N classes in N runs, N% exact (N s)",
+        "the step three times without the runtime (the baseline) and once with it (a warm-up) (N s)",
+        "the runtime at N budgets (N s)",
+        "the step run and captured again with timed operators (N s)",
+        "measured mode at N budgets (N s)",
+    ]
+    assert f"{out['plan'].atlas_exact_share[0]:.1%}" in said[2]
     assert len(d) >= 4 and d.same_decisions.all() and d.ledger_equal.all() and (d.leaked == 0).all()
     assert (d[d.status == "ok"].equal == True).all()  # noqa: E712
     assert set(m["mode"]) == {"model", "measured"} and (m[m["mode"] == "measured"].equal != False).all()  # noqa: E712

@@ -28,7 +28,9 @@ Tables are deterministic where they hold decisions and bitwise checks
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
+from time import perf_counter
 
 import pandas as pd
 from tqdm import tqdm
@@ -151,6 +153,22 @@ def budgets(a: atlas.Atlas, df: pd.DataFrame, st: Settings) -> list[Budget]:
     return sorted(chosen.values(), key=lambda g: g.budget)
 
 
+class _Phases:
+    """Says, on the log beside the progress bars, what each part of a
+    workload's study did and how long it took: what the study costs is what
+    sizes its workloads."""
+
+    def __init__(self, name: str, progress: bool) -> None:
+        self.name, self.progress = name, progress
+        self.start = perf_counter()
+
+    def done(self, what: str) -> None:
+        now = perf_counter()
+        if self.progress:
+            tqdm.write(f"{self.name}: {what} ({now - self.start:.1f} s)", file=sys.stderr)
+        self.start = now
+
+
 def _regime(overhead: float | None, threshold: float | None) -> str | None:
     if overhead is None:
         return None
@@ -161,15 +179,21 @@ def study(name: str, sizes: dict, st: Settings, progress: bool = True) -> dict:
     """Everything the study measures of one workload: the simulator's sweep
     and atlas of its plan, the runtime's decisions at the chosen budgets
     (deterministic) and what was measured (times, bytes, the measured mode)."""
+    said = _Phases(name, progress)
     with deterministic(st.threads):
         runner = Runner(wl.make(name, sizes), optimizer_step=st.optimizer_step)
         peak = engine.baseline(runner.trace).peak
+        said.done(f"the step run and captured as its plan, {runner.trace.n_ops:,} operators, peak {peak:,} B")
         sim_sweep = sweep(runner.trace, st)
+        said.done(f"the simulator at {len(sim_sweep)} budgets of the plan")
         amap = map_budgets(runner.trace, sim_sweep, st)
+        exact = sum(c.hi - c.lo + 1 for c in amap.classes if c.exact) / max(1, amap.hi_budget - amap.lo_budget + 1)
+        said.done(f"the plan's atlas, {len(amap.classes):,} classes in {amap.runs:,} runs, {exact:.1%} exact")
         chosen = budgets(amap, sim_sweep, st)
         _, rule = regimes.classify(sim_sweep, st.min_gap)
         base = runner.baseline(repeat=3)
         runner.run(budget=chosen[-1].budget, heuristic=st.heuristic, cap=st.cap)  # (a warm-up, not measured)
+        said.done("the step three times without the runtime (the baseline) and once with it (a warm-up)")
         decisions, measured = [], []
         bar = tqdm(chosen, desc=f"{name}: the runtime at {len(chosen)} budgets", disable=not progress, leave=False)
         for g in bar:
@@ -196,9 +220,11 @@ def study(name: str, sizes: dict, st: Settings, progress: bool = True) -> dict:
                 "transient_peak": m["transient_peak"], "allocator_peak": m["allocator_peak"],
                 "process_peak_above_start": m["process_peak_above_start"],
             })
+        said.done(f"the runtime at {len(chosen)} budgets")
         # Measured mode: timed costs, the allocator's bytes as the trigger,
         # at the same budgets (as fractions of the timed plan's peak).
         timed = Runner(wl.make(name, sizes), optimizer_step=st.optimizer_step, costs="measured")
+        said.done("the step run and captured again with timed operators")
         timed_peak = engine.baseline(timed.trace).peak
         # (The costs do not change the peak: the same budgets.)
         tb = {g.budget: g.budget if timed_peak == peak else engine.budget_for_ratio(timed_peak, g.budget / peak)
@@ -220,14 +246,14 @@ def study(name: str, sizes: dict, st: Settings, progress: bool = True) -> dict:
                 "equal": run.equal, "wall_ns": run.timing["wall"], "allocator_peak": run.memory["allocator_peak"],
                 "engine_peak": run.memory["engine_peak"],
             })
+        said.done(f"measured mode at {len(chosen)} budgets")
         kinds = [g.kind for g in chosen]
         plan = {"workload": name, "lines": runner.plan.n_lines, "operators": runner.trace.n_ops,
                 **engine.baseline(runner.trace).to_dict(), "sizes": str(sorted(sizes.items())),
                 "switches": len(set(switches(amap, st.min_gap)) | set(sweep_switches(sim_sweep, st.min_gap))),
                 "holes": len(amap.holes()),
                 "atlas_classes": len(amap.classes), "atlas_runs": amap.runs,
-                "atlas_exact_share": sum(c.hi - c.lo + 1 for c in amap.classes if c.exact)
-                / max(1, amap.hi_budget - amap.lo_budget + 1),
+                "atlas_exact_share": exact,
                 "budgets_run": len(chosen), "hole_budgets": kinds.count("hole"),
                 "switch_budgets": kinds.count("switch"), "edge_budgets": kinds.count("edge")}
     return {"sweep": sim_sweep.assign(workload=name), "decisions": pd.DataFrame(decisions),
