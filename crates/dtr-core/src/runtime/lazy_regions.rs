@@ -62,6 +62,11 @@ impl Replay<'_> {
             fwd_loss = fwd_loss.saturating_add(self.compute[si] + self.regions.fwd[si].compute);
             rev_loss = rev_loss.saturating_add(self.compute[si] + self.regions.rev[si].compute);
         }
+        if self.regions.eager == Eager::Forward {
+            // A kept forward region may lack the outputs of the stretch's
+            // operator where a walk now has them (see `mark_stale`).
+            fwd_loss = fwd_loss.saturating_add(self.stretch_outputs_compute());
+        }
         // Each once (marks, not a sort: a thrashing replay revisits thousands
         // a step). Order is free: rebuilds are independent, and a bound
         // lowered twice is still a bound. One region's frontier holds each
@@ -211,7 +216,12 @@ impl Replay<'_> {
     /// same holds in reverse), and everything else only adds to a region
     /// (an eviction, a new link, an alias's compute). So a lower bound of a
     /// region, lowered by `loss` at each mark, stays one; a bound raised to
-    /// what its direct neighbours show (`raise_bound`) too.
+    /// what its direct neighbours show (`raise_bound`) too. In a stretch
+    /// (see `ensure_exact`) a kept forward region, a fresh storage's
+    /// included, holds at least what a walk without the operator's links
+    /// finds and at most what a walk with them finds: the two differ only
+    /// by the operator's outputs, so `loss` adds their compute there (a
+    /// region read after a late rebuild is a walk with them).
     #[inline]
     pub(super) fn mark_stale(&mut self, s: u32, dir: Direction, loss: u64) {
         let (si, d) = (s as usize, dir as usize);
@@ -269,8 +279,10 @@ impl Replay<'_> {
     /// storage, and until the operator runs, forward regions built before
     /// see none of them while regions rebuilt since see them all (its
     /// inputs' materialization then marks them all stale). Over that
-    /// stretch forward regions are rebuilt when marked, as the reference
-    /// does (`Eager::Forward`); reverse regions cannot reach the new links
+    /// stretch (`Eager::Forward`) the reference rebuilds forward regions
+    /// when marked; here they wait, as elsewhere, until read or until an
+    /// absorb would make the early rebuild differ from a late one (see
+    /// `flush_before_evicting`); reverse regions cannot reach the new links
     /// (the new storages have no children yet). An alias output of an
     /// evicted input also adds compute to an evicted storage, which both
     /// directions' sums would see: then every region is rebuilt when marked
@@ -287,6 +299,63 @@ impl Replay<'_> {
             self.rebuild(s, Direction::Reverse);
         }
         self.settle_regions(s);
+    }
+
+    /// Rebuild the stale forward regions before evicting `s` in a stretch
+    /// (see `ensure_exact`) if its forward region, about to be absorbed
+    /// into the regions around it, may not be what a walk from `s` finds
+    /// now.
+    ///
+    /// Why the others may wait. The reference rebuilds a region marked in
+    /// the stretch at once (a walk that sees the operator's links) and
+    /// then absorbs, at each eviction of a storage x of its frontier, x's
+    /// region as it is kept. A rebuild later in the stretch walks through
+    /// x instead: the same, if x's region is what a walk from x finds now
+    /// (each absorb then adds exactly what the walk finds beyond x, as
+    /// outside a stretch). Kept regions differ from a walk now only by the
+    /// operator's new links, which lead from its inputs to its outputs: a
+    /// region that reaches no input (x is none, and none is in its
+    /// interior) has none to see, and one that reaches an input has seen
+    /// them if its interior holds every output (new storages, evicted
+    /// until the operator runs, with no links of their own). Otherwise the
+    /// stale regions are rebuilt first, as the reference has them; every
+    /// region then is the reference's again. Outputs that are not all new
+    /// storages: rebuilt first too. Proven on the golden records and A/B
+    /// against eager rebuilding (`eager_regions`).
+    pub(super) fn flush_before_evicting(&mut self, s: u32) {
+        if self.regions.stale_list[Direction::Forward as usize].is_empty() || !self.absorb_may_differ(s) {
+            return;
+        }
+        self.flush(Eager::Forward);
+    }
+
+    /// Whether the forward region of `s` may differ from a walk now (see
+    /// `flush_before_evicting`).
+    fn absorb_may_differ(&self, s: u32) -> bool {
+        let Some(op) = self.regions.stretch_op else { return true };
+        if self.regions_unused(s) {
+            return true;
+        }
+        let trace = self.trace;
+        let o = &trace.ops[op as usize];
+        let inputs = trace.parents(o.first_output);
+        let is_input = |v: u32| inputs.iter().any(|&p| self.storage(p) == v);
+        let region = &self.regions.fwd[s as usize];
+        if !is_input(s) && !region.interior.iter().any(|&v| is_input(v)) {
+            return false;
+        }
+        let mut outputs = o.first_output..o.first_output + o.n_outputs;
+        outputs.any(|t| self.storage(t) != t || !region.interior.contains(&t))
+    }
+
+    /// The compute of the stretch's operator's outputs not yet resident.
+    fn stretch_outputs_compute(&self) -> u64 {
+        let Some(op) = self.regions.stretch_op else { return 0 };
+        let o = &self.trace.ops[op as usize];
+        (o.first_output..o.first_output + o.n_outputs)
+            .map(|t| self.storage(t))
+            .filter(|&s| !self.material[s as usize])
+            .fold(0u64, |a, s| a.saturating_add(self.compute[s as usize]))
     }
 
     /// Rebuild the stale regions `which` asks for (see `ensure_exact`;

@@ -156,9 +156,10 @@ struct RegionState {
     /// made resident (`rebuild_via`), until it is (`take_region_ahead`).
     ahead: Option<(u32, Region)>,
     /// While a model operator with an evicted input is being materialized,
-    /// which regions must be rebuilt as soon as they are marked stale
-    /// (see `ensure_exact`).
+    /// which regions must be rebuilt before they may be read or absorbed
+    /// into (see `ensure_exact`), and that operator.
     eager: Eager,
+    stretch_op: Option<u32>,
     /// How often an evicted storage's compute changed (see `Region::sums_at`).
     compute_changes: u64,
 }
@@ -308,6 +309,7 @@ impl<'a> Replay<'a> {
                 stale_list: [Vec::new(), Vec::new()],
                 ahead: None,
                 eager: if cfg.eager_regions { Eager::All } else { Eager::None },
+                stretch_op: None,
                 compute_changes: 0,
             },
             eq: EqClasses::default(),
@@ -387,7 +389,9 @@ impl<'a> Replay<'a> {
             });
             if self.regions.eager == Eager::None {
                 self.regions.eager = if alias_of_evicted { Eager::All } else { Eager::Forward };
+                self.regions.stretch_op = Some(op);
             }
+            // Regions marked before its links exist are rebuilt without them.
             self.flush(self.regions.eager);
             if alias_of_evicted {
                 // The compute about to change is read by absorbs still
@@ -422,6 +426,7 @@ impl<'a> Replay<'a> {
         let done = self.materialize(o.first_output, false);
         if !self.cfg.eager_regions {
             self.regions.eager = Eager::None;
+            self.regions.stretch_op = None;
         }
         done?;
         for t in outputs {
@@ -660,7 +665,10 @@ impl<'a> Replay<'a> {
 
     /// Evict victims until `request` more bytes fit.
     fn free(&mut self, request: u64, computing: TensorId, depth: u32) -> Result<(), Stop> {
-        self.flush(self.regions.eager);
+        // Stale forward regions of a stretch may wait to be read (see `flush_before_evicting`).
+        if self.regions.eager == Eager::All {
+            self.flush(Eager::All);
+        }
         loop {
             let Some(v) = self.choose()? else {
                 self.sample_pinned(depth);
@@ -759,10 +767,15 @@ impl<'a> Replay<'a> {
     // ----- eviction -------------------------------------------------------
 
     fn evict(&mut self, s: u32, kind: EventKind, depth: u32) {
-        self.flush(self.regions.eager);
+        if self.regions.eager == Eager::All {
+            self.flush(Eager::All);
+        }
         if self.regions_on && !self.regions_unused(s) {
             // Its regions are absorbed by its frontiers': they must be exact.
             self.ensure_exact(s);
+        }
+        if self.regions.eager == Eager::Forward {
+            self.flush_before_evicting(s);
         }
         let trace = self.trace;
         self.material[s as usize] = false;
