@@ -185,8 +185,10 @@ def test_the_comparison_row_counts_switches_inversions_and_holes():
         "budget": [10, 20, 30, 40, 50, 60],
         "heuristic": ["DTR"] * 6,
     })
-    atlas = {"lo_budget": 0, "hi_budget": 99, "holes": [{"lo": 30, "hi": 34}, {"lo": 70, "hi": 70}],
-             "classes": [{"lo": 0, "hi": 49, "exact": True}, {"lo": 50, "hi": 99, "exact": False}]}
+    atlas = {"trace": "x", "heuristic": "DTR", "cap": 60.0, "peak": 100, "lo_budget": 0, "hi_budget": 99,
+             "holes": [{"lo": 30, "hi": 34}, {"lo": 70, "hi": 70}],
+             "classes": [{"lo": 0, "hi": 49, "status": "ok", "overhead": 1.0, "exact": True},
+                         {"lo": 50, "hi": 99, "status": "ok", "overhead": None, "exact": False}]}
     atlas["forensics"] = [{"hole": {"lo": 30, "hi": 34}, "fail": {"depth": 7, "pinned": 24}},
                           {"hole": {"lo": 70, "hi": 70}, "fail": None}]  # an OOM, then a thrashed hole
     r = compare.row("x", True, sweep, {"peak": 100, "const": 25}, atlas, min_gap=2.0)

@@ -252,6 +252,19 @@ def test_the_walk_stops_once_its_share_is_exact(resnet, exact_atlas, share):
     assert max(h for _, h, _ in full) + 1 == b and full[-1][0] - lo < share * (hi - lo + 1)
 
 
+def test_exact_share_counts_the_bytes_of_exact_classes(resnet, exact_atlas):
+    """The coverage stated beside every hole count: all of an unlimited
+    walk; for a sampled one, the range less its sampled stretches, at least
+    the walk's share; the same read back from the atlas's JSON."""
+    lo, hi = exact_atlas.lo_budget, exact_atlas.hi_budget
+    assert exact_atlas.exact_bytes == hi - lo + 1 and exact_atlas.exact_share == 1.0
+    a = build(resnet, lo, hi, walk_share=0.3, grid=4)
+    sampled = sum(c.hi - c.lo + 1 for c in a.classes if not c.exact)
+    assert sampled > 0 and a.exact_bytes == hi - lo + 1 - sampled
+    assert 0.3 <= a.exact_share == a.exact_bytes / (hi - lo + 1) < 1.0
+    assert atlas.from_dict(json.loads(json.dumps(a.to_dict()))).exact_share == a.exact_share
+
+
 def test_the_walk_budget_counts_operators_replayed(resnet):
     """``walk_ops`` bounds the walk's simulated time times the trace's
     operators (checked before each run: at most one run over); a cheaper

@@ -89,6 +89,17 @@ class Atlas:
     def exact(self) -> bool:
         return all(c.exact for c in self.classes)
 
+    @property
+    def exact_bytes(self) -> int:
+        """Budgets of the range in exact classes (the rest is sampled or unresolved)."""
+        return sum(c.hi - c.lo + 1 for c in self.classes if c.exact)
+
+    @property
+    def exact_share(self) -> float:
+        """The share of the range's budgets in exact classes: the coverage
+        stated beside every hole count."""
+        return self.exact_bytes / (self.hi_budget - self.lo_budget + 1)
+
     def holes(self) -> list[dict]:
         """Maximal failing stretches (oom/thrashed) with an ok class right
         below and right above (unresolved stretches never count as either)."""

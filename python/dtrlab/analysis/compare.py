@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from dtrlab import atlas as atlas_map
 from dtrlab.analysis import inversions, regimes
 
 
@@ -58,12 +59,10 @@ def _atlas_columns(atlas: dict | None) -> dict:
         return {"holes": None, "hole_bytes": None, "widest_hole_bytes": None, "atlas_exact_share": None,
                 "oom_holes": None, "oom_max_depth": None, "oom_max_pinned_share": None}
     widths = [h["hi"] - h["lo"] + 1 for h in atlas["holes"]]
-    width = atlas["hi_budget"] - atlas["lo_budget"] + 1
-    exact = sum(c["hi"] - c["lo"] + 1 for c in atlas["classes"] if c.get("exact"))
     fails = [(f["hole"]["lo"], f["fail"]) for f in atlas.get("forensics") or [] if f.get("fail")]
     return {
         "holes": len(widths), "hole_bytes": sum(widths), "widest_hole_bytes": max(widths, default=0),
-        "atlas_exact_share": exact / width,
+        "atlas_exact_share": atlas_map.from_dict(atlas).exact_share,
         "oom_holes": len(fails) if atlas.get("forensics") is not None else None,
         "oom_max_depth": max((f["depth"] for _, f in fails), default=None),
         "oom_max_pinned_share": max((f["pinned"] / budget for budget, f in fails), default=None),

@@ -31,8 +31,7 @@ def atlas_figure(atlases, pdf_path, png_path) -> None:
         ax.set_ylabel(f"{a.trace}\n{a.heuristic}", rotation=0, ha="right", va="center", fontsize=8)
         ax.tick_params(axis="x", labelsize=7)
         ax.ticklabel_format(axis="x", useOffset=False)
-        share = sum(c.hi - c.lo + 1 for c in a.classes if c.exact) / (a.hi_budget - a.lo_budget + 1)
-        ax.text(1.005, 0.5, f"{len(a.classes):,} classes\n{len(a.holes())} holes\n{100 * share:.1f}% exact",
+        ax.text(1.005, 0.5, f"{len(a.classes):,} classes\n{len(a.holes())} holes\n{100 * a.exact_share:.1f}% exact",
                 transform=ax.transAxes, fontsize=6.5, va="center")
     axes[-1, 0].set_xlabel("budget (fraction of the baseline peak)")
     handles = [Patch(facecolor=COLORS[s], hatch=HATCH.get(s, ""), label=s) for s in ("ok", "oom", "thrashed")]

@@ -57,11 +57,9 @@ def trace_data(atlas, holes: list[dict]) -> dict:
                 v = h[col]
                 row[col] = v if isinstance(v, (bool, str)) else int(v) if float(v).is_integer() else float(v)
         rows.append(row)
-    exact = sum(c[1] - c[0] + 1 for c in classes if c[4])
-    span = int(atlas.hi_budget) - int(atlas.lo_budget) + 1
     return {"key": atlas.trace, "name": TRACE_NAMES.get(atlas.trace, atlas.trace), "heuristic": atlas.heuristic,
             "peak": int(atlas.peak), "lo": int(atlas.lo_budget), "hi": int(atlas.hi_budget),
-            "exact_share": round(exact / span, 4) if span > 0 else 0.0, "classes": classes, "holes": rows}
+            "exact_share": round(atlas.exact_share, 4), "classes": classes, "holes": rows}
 
 
 def _holes_table(t: dict) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from dtrlab import atlas as atlas_map
 from dtrlab.report.tables import TRACE_NAMES, escape, integer, short_ratio
 
 NAME = re.compile(r"^[A-Za-z]+$")
@@ -294,10 +295,9 @@ def atlas(atlases: list[dict]) -> dict[str, str]:
         "AtlasExactTraces": integer(sum(1 for a in atlases if a["exact"])),
         # Coverage, stated beside every hole count: the share of the mapped
         # bytes walked exactly (the rest is sampled) and the bytes unresolved.
-        "AtlasExactShare": percent(sum(_exact_bytes(a) for a in atlases)
+        "AtlasExactShare": percent(sum(atlas_map.from_dict(a).exact_bytes for a in atlases)
                                    / max(1, sum(a["hi_budget"] - a["lo_budget"] + 1 for a in atlases)), 1),
-        "AtlasMinExactShare": percent(min((_exact_bytes(a) / (a["hi_budget"] - a["lo_budget"] + 1)
-                                           for a in atlases), default=0.0), 1),
+        "AtlasMinExactShare": percent(min((atlas_map.from_dict(a).exact_share for a in atlases), default=0.0), 1),
         "AtlasUnresolvedBytes": integer(sum(sum((a.get("unresolved_bytes") or {}).values()) for a in atlases)),
     }
     if holes:
@@ -403,10 +403,6 @@ def comparison(df: pd.DataFrame) -> dict[str, str]:
         "CompareCapturedLargestRatio": fixed(cap.largest_adjacent_overhead_ratio.max(), 2)
         if cap.largest_adjacent_overhead_ratio.notna().any() else "--",
     }
-
-
-def _exact_bytes(a: dict) -> int:
-    return sum(c["hi"] - c["lo"] + 1 for c in a["classes"] if c.get("exact"))
 
 
 def _json(path) -> dict:

@@ -187,8 +187,8 @@ def study(name: str, sizes: dict, st: Settings, progress: bool = True) -> dict:
         sim_sweep = sweep(runner.trace, st)
         said.done(f"the simulator at {len(sim_sweep)} budgets of the plan")
         amap = map_budgets(runner.trace, sim_sweep, st)
-        exact = sum(c.hi - c.lo + 1 for c in amap.classes if c.exact) / max(1, amap.hi_budget - amap.lo_budget + 1)
-        said.done(f"the plan's atlas, {len(amap.classes):,} classes in {amap.runs:,} runs, {exact:.1%} exact")
+        said.done(f"the plan's atlas, {len(amap.classes):,} classes in {amap.runs:,} runs, "
+                  f"{amap.exact_share:.1%} exact")
         chosen = budgets(amap, sim_sweep, st)
         _, rule = regimes.classify(sim_sweep, st.min_gap)
         base = runner.baseline(repeat=3)
@@ -253,7 +253,7 @@ def study(name: str, sizes: dict, st: Settings, progress: bool = True) -> dict:
                 "switches": len(set(switches(amap, st.min_gap)) | set(sweep_switches(sim_sweep, st.min_gap))),
                 "holes": len(amap.holes()),
                 "atlas_classes": len(amap.classes), "atlas_runs": amap.runs,
-                "atlas_exact_share": exact,
+                "atlas_exact_share": amap.exact_share,
                 "budgets_run": len(chosen), "hole_budgets": kinds.count("hole"),
                 "switch_budgets": kinds.count("switch"), "edge_budgets": kinds.count("edge")}
     return {"sweep": sim_sweep.assign(workload=name), "decisions": pd.DataFrame(decisions),
