@@ -353,6 +353,18 @@ impl Region {
         self.frontier.retain(|&x| frontier.remove(x));
     }
 
+    /// Add resident `x`, a storage new to the graph that the base now links
+    /// to, to the frontier: it cannot be there yet (no link reached it), so
+    /// the frontier stays a set without a search.
+    pub fn add_new_to_frontier(&mut self, x: u32) {
+        if let Some(m) = self.members.as_mut() {
+            let new = m.frontier.insert(x);
+            debug_assert!(new, "storage {x} was on the frontier already");
+        }
+        debug_assert!(!self.frontier.contains(&x) && !self.interior.contains(&x));
+        self.frontier.push(x);
+    }
+
     fn absorb_with_marks(&mut self, s: u32, s_region: &Region, compute: &[u64], marks: &mut Marks) {
         if let Some(i) = self.frontier.iter().position(|&x| x == s) {
             self.frontier.swap_remove(i);

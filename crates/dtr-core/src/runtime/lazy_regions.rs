@@ -3,6 +3,7 @@
 
 use super::Replay;
 use crate::regions::{Direction, GraphView, Region};
+use crate::trace::TensorId;
 use std::rc::Rc;
 
 /// Which stale regions may not wait to be read (see `Replay::ensure_exact`).
@@ -40,7 +41,9 @@ impl Default for Lazy {
 
 impl Replay<'_> {
     /// Rebuild the regions of fresh storages, then of their frontiers.
-    pub(super) fn rebuild_around(&mut self, fresh: &[u32]) {
+    /// `first_run`: the first output of an operator computed for the first
+    /// time (not a rematerialization), whose outputs' storages are `fresh`.
+    pub(super) fn rebuild_around(&mut self, fresh: &[u32], first_run: Option<TensorId>) {
         let mut fwd_again: Vec<u32> = Vec::new();
         let mut rev_again: Vec<u32> = Vec::new();
         // What the regions marked below can lose (see `mark_stale`).
@@ -78,9 +81,14 @@ impl Replay<'_> {
             }
         }
         // Fresh storages are always rebuilt: their frontiers say whom to revisit.
+        let grow_from = first_run.filter(|_| self.regions.eager == Eager::None && !self.cfg.eager_regions);
         for s in fwd_again {
-            if !self.regions_unused(s) {
-                self.mark_stale(s, Direction::Forward, fwd_loss);
+            if self.regions_unused(s) {
+                continue;
+            }
+            match grow_from {
+                Some(first) if self.grow_with_new_outputs(s, first) => {}
+                _ => self.mark_stale(s, Direction::Forward, fwd_loss),
             }
         }
         for s in rev_again {
@@ -88,6 +96,45 @@ impl Replay<'_> {
                 self.mark_stale(s, Direction::Reverse, rev_loss);
             }
         }
+    }
+
+    /// Bring the exact forward region of `p`, an input of an operator just
+    /// run for the first time with every input resident, up to date in
+    /// place instead of marking it stale: true if it was exact and built
+    /// before the operator's links existed (`first`: its first output).
+    ///
+    /// Why that is exact. The operator's only new links lead from its
+    /// inputs (resident, and locked while it ran, so never walked through
+    /// nor chosen) to its outputs' new storages, which have no links of
+    /// their own yet and are resident now. A walk from `p` therefore takes
+    /// the steps it took before, plus one to each of those storages it
+    /// links to, which lands on the frontier (unless resident for good).
+    /// The interior and its compute are unchanged, and so is `p`'s key.
+    /// Absorbs still owed commute with this: the regions they add were
+    /// built before the new storages existed. Any other region reaches the
+    /// new links only through an input, which is resident: no change.
+    fn grow_with_new_outputs(&mut self, p: u32, first: TensorId) -> bool {
+        let pi = p as usize;
+        let region = &mut self.regions.fwd[pi];
+        if self.regions.lazy[pi][Direction::Forward as usize].stale || region.created > first {
+            return false;
+        }
+        let links = self.trace.storage_fwd.get(p);
+        // Links are sorted by activation; the operator's are the last ones made.
+        let from = links.partition_point(|&(a, _)| a < first);
+        for &(a, n) in &links[from..] {
+            if a >= self.created {
+                break;
+            }
+            debug_assert!(self.material[n as usize] && n != p);
+            if !self.for_good[n as usize] {
+                region.add_new_to_frontier(n);
+            }
+        }
+        if region.created == first {
+            region.created = self.created; // still what a walk now finds
+        }
+        true
     }
 
     /// Give fresh `x` the forward region of a resident parent that reached

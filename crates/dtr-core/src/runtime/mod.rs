@@ -751,7 +751,7 @@ impl<'a> Replay<'a> {
             }
         }
         if self.regions_on {
-            self.rebuild_around(&fresh);
+            self.rebuild_around(&fresh, (!remat).then_some(o.first_output));
         }
         if self.eq_on {
             for &s in &fresh {
