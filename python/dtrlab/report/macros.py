@@ -281,6 +281,7 @@ def claims_check(df: pd.DataFrame) -> dict[str, str]:
 
 def atlas(atlases: list[dict]) -> dict[str, str]:
     holes = [(a, h) for a in atlases for h in a["holes"]]
+    maps = [atlas_map.from_dict(a) for a in atlases]
     out = {
         "AtlasTraces": integer(len({a["trace"] for a in atlases})),
         "AtlasHeuristics": ", ".join(sorted({a["heuristic"] for a in atlases})),
@@ -295,9 +296,9 @@ def atlas(atlases: list[dict]) -> dict[str, str]:
         "AtlasExactTraces": integer(sum(1 for a in atlases if a["exact"])),
         # Coverage, stated beside every hole count: the share of the mapped
         # bytes walked exactly (the rest is sampled) and the bytes unresolved.
-        "AtlasExactShare": percent(sum(atlas_map.from_dict(a).exact_bytes for a in atlases)
+        "AtlasExactShare": percent(sum(m.exact_bytes for m in maps)
                                    / max(1, sum(a["hi_budget"] - a["lo_budget"] + 1 for a in atlases)), 1),
-        "AtlasMinExactShare": percent(min((atlas_map.from_dict(a).exact_share for a in atlases), default=0.0), 1),
+        "AtlasMinExactShare": percent(min((m.exact_share for m in maps), default=0.0), 1),
         "AtlasUnresolvedBytes": integer(sum(sum((a.get("unresolved_bytes") or {}).values()) for a in atlases)),
     }
     if holes:
