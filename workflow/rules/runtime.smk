@@ -27,7 +27,8 @@ rule runtime_study:
         f"{RESULTS}/logs/runtime/{{workload}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/runtime/{{workload}}.tsv"
-    # Every core: its wall-clock times are measured without a neighbour.
+    # Every core: its wall-clock times are measured without a neighbour, and
+    # its operators run on them all (runtime.threads: null).
     threads: workflow.cores
     params:
         workload=lambda wc: wc.workload,

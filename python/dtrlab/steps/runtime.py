@@ -20,7 +20,7 @@ def runtime_study(s: Step) -> None:
     p = s.params
     st = study.Settings(ratios=expand_ratios(p.ratios), fine_step=p.fine_step, min_gap=p.min_gap,
                         max_budgets=p.max_budgets, heuristic=p.heuristic, cap=p.cap,
-                        optimizer_step=p.optimizer_step, threads=p.threads, atlas=dict(p.atlas))
+                        optimizer_step=p.optimizer_step, threads=p.threads or s.threads, atlas=dict(p.atlas))
     out = study.study(p.workload, dict(p.sizes), st)
     write_text(s.output.plan, out["text"])
     write_json(s.output.atlas, out["atlas"])
