@@ -41,7 +41,8 @@ def atlas_figure(atlases, pdf_path, png_path) -> None:
         ax.set_ylabel(f"{a.trace}\n{a.heuristic}", rotation=0, ha="right", va="center", fontsize=8)
         ax.tick_params(axis="x", labelsize=7)
         ax.ticklabel_format(axis="x", useOffset=False)
-        ax.text(1.005, 0.5, f"{len(a.classes):,} classes\n{len(holes)} holes\n{100 * a.exact_share:.1f}% exact",
+        n_holes = f"{len(holes)} hole" + ("" if len(holes) == 1 else "s")
+        ax.text(1.005, 0.5, f"{len(a.classes):,} classes\n{n_holes}\n{100 * a.exact_share:.1f}% exact",
                 transform=ax.transAxes, fontsize=6.5, va="center")
     axes[-1, 0].set_xlabel("budget (fraction of the baseline peak)")
     handles = [Patch(facecolor=COLORS[s], hatch=HATCH.get(s, ""), label=s) for s in ("ok", "oom", "thrashed")]
