@@ -91,6 +91,10 @@ def main() -> int:
     rows = []
     try:
         subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
+        # What was measured is the clone's commit: the checkout may be dirty,
+        # or move on, while the benchmark runs.
+        cloned = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=clone, capture_output=True, text=True,
+                                check=True).stdout.strip()
         if (ROOT.parent / "shared").is_dir():  # the clone finds the shared mirror as the checkout does
             (work / "shared").symlink_to(ROOT.parent / "shared")
         for i, what in enumerate(order):
@@ -110,7 +114,7 @@ def main() -> int:
             print(f"[bench] clone kept: {clone}", file=sys.stderr)
         else:
             shutil.rmtree(work, ignore_errors=True)
-    meta = records.meta(cores=args.cores, config=args.config or "config/config.yaml")
+    meta = records.meta(commit=cloned, cores=args.cores, config=args.config or "config/config.yaml")
     (out / "pipeline.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
     lines = ["| command | set-up included | exit | wall | CPU (children) | result |", "|---|---|---:|---:|---:|---|"]
     lines += [f"| `{r['command']}` | {'yes' if r['setup_included'] else 'no'} | {r['rc']} | {minutes(r['wall_s'])} | "
