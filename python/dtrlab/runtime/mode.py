@@ -35,7 +35,7 @@ from dtrlab.capture.costs import roofline
 from dtrlab.capture.recorder import Recorder, _written_arguments, op_name, written_names
 from dtrlab.exceptions import OutOfMemory, OutsideRuntime, PlanMismatch, Thrashed
 from dtrlab.runtime.memory import AllocatorPeak
-from dtrlab.runtime.plan import RELEASE, OpLines, Plan
+from dtrlab.runtime.plan import COMPUTE, RELEASE, OpLines, Plan
 from dtrlab.runtime.recipes import Recipe, fresh_outputs, generator_state
 from dtrlab.runtime.storages import Meta, Storages, storage_key
 
@@ -64,8 +64,6 @@ class DTRMode(Recorder):
         self.recipes: dict[int, Recipe | None] = {}
         #: What each name of the step stands for now (the engine's tensor id).
         self.names: dict[str, int] = {}
-        #: The first of ``plan.computes`` whose names are not in ``names`` yet.
-        self.next_compute = 0
         self.weak: dict[str, weakref.ref] = {}
         self.verified = len(self.lines)
         plan.check(self.lines, 0, self.verified)
@@ -83,14 +81,11 @@ class DTRMode(Recorder):
         start = s.position
         if end <= start:
             return
-        plan, names = self.plan, self.names
-        # The names the operators up to ``end`` define (positions only grow).
-        k, computes = self.next_compute, plan.computes
-        while k < len(computes) and computes[k] < end:
-            for name, t in plan.compute_names[k]:
-                names[name] = t
-            k += 1
-        self.next_compute = k
+        plan = self.plan
+        for i in range(start, end):
+            if plan.kinds[i] == COMPUTE:
+                for name, t in plan.op_names[plan.args[i]]:
+                    self.names[name] = t
         t0 = perf_counter_ns()
         status, events = s.advance(end)
         self.ns["engine"] += perf_counter_ns() - t0

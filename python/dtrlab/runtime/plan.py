@@ -73,10 +73,6 @@ class Plan:
         #: in-place write's output ``x7$`` is what the name ``x7`` stands for after it.
         self.op_names = [[(names[t].rstrip("$"), t) for t in range(first, first + n)]
                          for first, n in zip(self.first_output, self.n_outputs)]
-        #: The schedule positions of the operators' commands, in order, and
-        #: the names each one (re)defines: what ``names`` needs of the schedule.
-        self.computes = [i for i, k in enumerate(kinds) if k == COMPUTE]
-        self.compute_names = [self.op_names[args[i]] for i in self.computes]
         self._records: dict[int, dict] = {}
         self._views: dict[int, bool] = {}
 
