@@ -283,3 +283,27 @@ def test_the_walk_budget_counts_operators_replayed(resnet):
         walks[ops] = [line.split(" -> ")[0] for line in walk]
     small, large = walks.values()
     assert large[:len(small)] == small and len(large) > len(small)
+
+
+def test_the_figure_draws_each_look_once_joining_neighbours():
+    """The atlas figure's bars: one list per look (colour, hatch), touching
+    classes of a look joined, every budget of every class drawn once in its
+    class's look (sampled failures grey with their status's hatch)."""
+    from dtrlab.report.atlas_figure import bars
+    from dtrlab.report.style import COLORS, HATCH
+
+    a = atlas.Atlas("t", "DTR", 60.0, 0, 79, 100)
+    a.classes = [atlas.ExecClass(40, 49, "ok", 1.0), atlas.ExecClass(0, 9, "oom", None),
+                 atlas.ExecClass(10, 19, "oom", None), atlas.ExecClass(20, 29, "ok", 1.0),
+                 atlas.ExecClass(30, 39, "oom", None, exact=False), atlas.ExecClass(50, 59, "ok", 1.2),
+                 atlas.ExecClass(60, 69, "thrashed", None), atlas.ExecClass(70, 79, "ok", None, exact=False)]
+    got = bars(a)
+    assert got == {
+        (COLORS["oom"], HATCH["oom"]): [(0, 19)],
+        (COLORS["ok"], ""): [(20, 29), (40, 59)],
+        (COLORS["sampled"], HATCH["oom"]): [(30, 39)],
+        (COLORS["thrashed"], HATCH["thrashed"]): [(60, 69)],
+        (COLORS["sampled"], ""): [(70, 79)],
+    }
+    drawn = sorted(b for bs in got.values() for lo, hi in bs for b in range(lo, hi + 1))
+    assert drawn == list(range(80))

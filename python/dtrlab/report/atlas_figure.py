@@ -6,6 +6,22 @@ from __future__ import annotations
 from dtrlab.report.style import COLORS, HATCH, pyplot, save
 
 
+def bars(atlas) -> dict[tuple[str, str], list[tuple[int, int]]]:
+    """The atlas's bars by look (colour, hatch): each a budget range
+    ``(lo, hi)``, neighbouring classes of one look joined. One collection a
+    look: an atlas has tens of thousands of classes, and matplotlib's cost
+    is per collection and per bar."""
+    out: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    for c in sorted(atlas.classes, key=lambda c: c.lo):
+        color = COLORS["sampled"] if not c.exact and c.status in HATCH else COLORS[c.status]
+        runs = out.setdefault((color, HATCH.get(c.status, "")), [])
+        if runs and runs[-1][1] + 1 == c.lo:
+            runs[-1] = (runs[-1][0], c.hi)
+        else:
+            runs.append((c.lo, c.hi))
+    return out
+
+
 def atlas_figure(atlases, pdf_path, png_path) -> None:
     """One row per atlas: execution classes along the budget axis coloured by
     status (overhead of ok classes on top), holes marked."""
@@ -17,18 +33,7 @@ def atlas_figure(atlases, pdf_path, png_path) -> None:
     fig, axes = plt.subplots(n, 1, figsize=(7.2, 1.25 * n + 0.6), squeeze=False)
     for ax, a in zip(axes[:, 0], atlases):
         peak = a.peak
-        # One collection per look (colour and hatch), neighbouring classes
-        # of a look drawn as one bar: an atlas has tens of thousands of
-        # classes, and matplotlib's cost is per collection and per bar.
-        bars: dict[tuple[str, str], list[list[int]]] = {}
-        for c in sorted(a.classes, key=lambda c: c.lo):
-            color = COLORS["sampled"] if not c.exact and c.status in HATCH else COLORS[c.status]
-            runs = bars.setdefault((color, HATCH.get(c.status, "")), [])
-            if runs and runs[-1][1] + 1 == c.lo:
-                runs[-1][1] = c.hi
-            else:
-                runs.append([c.lo, c.hi])
-        for (color, hatch), runs in bars.items():
+        for (color, hatch), runs in bars(a).items():
             ax.broken_barh([(lo / peak, (hi - lo + 1) / peak) for lo, hi in runs], (0, 1), facecolors=color,
                            hatch=hatch, edgecolor="none", linewidth=0)
         holes = a.holes()
