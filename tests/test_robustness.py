@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 
 import pytest
 
 import dtrlab
-from dtrlab import _engine
+from dtrlab import _engine, synthetic
 
 N_CHAIN = 100_000
 
@@ -22,22 +21,7 @@ def _chain_file(tmp_path, n: int):
     """x0 (constant) -> x1 -> ... -> xn, each released once its successor exists
     (so it is evicted eagerly); xn is released too, a 150-byte constant w is
     pinned, then `y = g(xn)` rematerializes the whole chain, n levels deep."""
-    lines = ['{"INSTRUCTION":"CONSTANT","NAME":"x0"}', '{"INSTRUCTION":"MEMORY","NAME":"x0","MEMORY":"8"}']
-    for i in range(1, n + 1):
-        lines.append(json.dumps({"INSTRUCTION": "CALL", "NAME": "f", "ARGS": [f"x{i-1}"], "RESULT": [f"x{i}"], "TIME": 1}))
-        lines.append(json.dumps({"INSTRUCTION": "MEMORY", "NAME": f"x{i}", "MEMORY": "100"}))
-        lines.append(json.dumps({"INSTRUCTION": "ALIAS", "NAME": f"x{i}", "ALIAS": "-1"}))
-        if i > 1:
-            lines.append(json.dumps({"INSTRUCTION": "RELEASE", "NAME": f"x{i-1}"}))
-    lines.append(json.dumps({"INSTRUCTION": "RELEASE", "NAME": f"x{n}"}))
-    lines.append('{"INSTRUCTION":"CONSTANT","NAME":"w"}')
-    lines.append('{"INSTRUCTION":"MEMORY","NAME":"w","MEMORY":"150"}')
-    lines.append(json.dumps({"INSTRUCTION": "CALL", "NAME": "g", "ARGS": [f"x{n}"], "RESULT": ["y"], "TIME": 1}))
-    lines.append('{"INSTRUCTION":"MEMORY","NAME":"y","MEMORY":"100"}')
-    lines.append('{"INSTRUCTION":"ALIAS","NAME":"y","ALIAS":"-1"}')
-    path = tmp_path / "chain.log"
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    return synthetic.write("chain", n, tmp_path / "chain.log")
 
 
 @pytest.fixture(scope="module")
@@ -80,6 +64,33 @@ def test_a_shorter_chain_with_regions_equals_the_eager_run(tmp_path, heuristic):
     assert runs[0].to_dict(evicted_ids=True) == runs[1].to_dict(evicted_ids=True)
     assert runs[0].events_columns == runs[1].events_columns
     assert runs[0].evictions == 2 * 3_000 - 1
+
+
+@pytest.mark.parametrize("shape", ["backward", "two-chain", "skip"])
+@pytest.mark.parametrize("heuristic", ["DTR", "MSPS", "AbE"])
+def test_training_shapes_with_regions_equal_the_eager_run(tmp_path, shape, heuristic):
+    """A backward pass over released activations: regions renewed at once
+    where every neighbour is resident, and taken over whole by a region of
+    empty interior, give the run of regions rebuilt as the reference does."""
+    trace = dtrlab.load_trace(synthetic.write(shape, 400, tmp_path / f"{shape}.log"))
+    for ratio in (0.5, 0.3, 0.15):
+        runs = [dtrlab.simulate(trace, ratio=ratio, cap=None, heuristic=heuristic, events=True, eager_regions=eager)
+                for eager in (False, True)]
+        assert runs[0].status == "ok" and runs[0].evictions > 400
+        assert runs[0].to_dict(evicted_ids=True) == runs[1].to_dict(evicted_ids=True)
+        assert runs[0].events_columns == runs[1].events_columns
+        checked = dtrlab.simulate(trace, ratio=ratio, cap=None, heuristic=heuristic, self_check=True)
+        assert checked.to_dict(evicted_ids=True) == runs[0].to_dict(evicted_ids=True)
+
+
+def test_synthetic_shapes_validate_their_arguments(tmp_path):
+    with pytest.raises(ValueError, match="shape"):
+        synthetic.write("ring", 10, tmp_path / "x.log")
+    with pytest.raises(ValueError, match="n must be in"):
+        synthetic.write("skip", 1, tmp_path / "x.log")
+    with pytest.raises(TypeError, match="n must be an integer"):
+        synthetic.write("chain", 2.0, tmp_path / "x.log")
+    assert not (tmp_path / "x.log").exists()
 
 
 def test_deep_chain_thrashes_under_a_cap(chain):
