@@ -281,18 +281,48 @@ impl Region {
         self
     }
 
-    /// `absorb`, when this region is exactly `s` on its frontier: it becomes
-    /// `s` plus `s`'s region, taken over without copying (a region never
-    /// holds its own base, so `s` is not in `s_region`; nor does `s_region`
-    /// reach back to this base). `s_region`'s compute must be current.
-    pub fn take_over(&mut self, s: u32, s_region: Region, s_compute: u64) {
-        debug_assert!(self.interior.is_empty() && self.frontier == [s]);
+    /// `absorb`, when this region's interior is empty and `s` is on its
+    /// frontier: `s_region` is taken over without copying its interior,
+    /// which is then `s_region`'s and `s` (a region never holds its own
+    /// base, so `s` is not in `s_region`; nor does `s_region` reach back to
+    /// this base); the frontier is merged as `absorb` merges it. The same
+    /// interior in the same order, compute and frontier as `absorb` (which
+    /// adds every storage of `s_region`'s interior: none is in this empty
+    /// one), in time of the frontiers, not of the interior: a region taking
+    /// over a long evicted stretch again and again (a backward pass over
+    /// released activations) stays linear. `s_region`'s compute must be
+    /// current; its hash sets, if built, are kept.
+    pub fn take_over(&mut self, s: u32, s_region: Region, s_compute: u64, marks: &mut Marks) {
+        debug_assert!(self.interior.is_empty() && self.frontier.contains(&s));
         let created = self.created.min(s_region.created);
-        *self = s_region; // keeps its `sums_at`
+        let own = self.compute;
+        let mut frontier = std::mem::take(&mut self.frontier);
+        if let Some(i) = frontier.iter().position(|&x| x == s) {
+            frontier.swap_remove(i);
+        }
+        marks.reset();
+        for &x in &frontier {
+            marks.insert(x);
+        }
+        for &x in &s_region.frontier {
+            if marks.insert(x) {
+                frontier.push(x);
+            }
+        }
+        *self = s_region; // keeps its `sums_at` and its hash sets
         self.interior.push_back(s);
-        self.compute += s_compute;
+        // As `absorb` sums: this region's, `s` itself, then `s_region`'s interior.
+        self.compute = own
+            .checked_add(s_compute)
+            .and_then(|c| c.checked_add(self.compute))
+            .expect("compute sums fit in u64 (the parser bounds the total)");
+        if let Some(m) = self.members.as_mut() {
+            m.interior.insert(s);
+            m.frontier.clear();
+            m.frontier.extend(frontier.iter().copied());
+        }
+        self.frontier = frontier;
         self.created = created;
-        self.members = None;
     }
 
     /// Absorb the just-evicted frontier storage `s`, whose same-direction
@@ -570,6 +600,52 @@ mod tests {
             }
         }
         assert!(via_sets > 0, "some absorbs choose hash sets");
+    }
+
+    /// A region of empty interior taking an absorbed region over gives what
+    /// `absorb` gives: interior in the same order, frontier, compute, with
+    /// or without the absorbed region's hash sets.
+    #[test]
+    fn take_over_is_absorb() {
+        use crate::rng::SplitMix64;
+        let n = 64u32;
+        let compute: Vec<u64> = (0..n as u64).map(|i| 3 + i * 7).collect();
+        let mut rng = SplitMix64::new(17);
+        let mut pick = |k: u64, rng: &mut SplitMix64| -> Vec<u32> {
+            // (Storage n - 1 is kept out: the hash sets are built with it below.)
+            let mut v: Vec<u32> = (0..k).map(|_| rng.below(n as u64 - 1) as u32).collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        };
+        for round in 0..500 {
+            let s = rng.below(n as u64 - 1) as u32;
+            let mut frontier: Vec<u32> = pick(rng.below(5), &mut rng).into_iter().filter(|&x| x != s).collect();
+            frontier.insert(rng.below(frontier.len() as u64 + 1) as usize, s);
+            let receiver = Region { frontier, ..Default::default() };
+            let interior: VecDeque<u32> = pick(1 + rng.below(30), &mut rng).into_iter().filter(|&x| x != s).collect();
+            let sum = interior.iter().map(|&x| compute[x as usize]).sum();
+            let s_frontier = pick(rng.below(6), &mut rng).into_iter().filter(|&x| x != s && !interior.contains(&x)).collect();
+            let mut s_region = Region { interior, frontier: s_frontier, compute: sum, ..Default::default() };
+            let mut marks = Marks::new(n as usize);
+            if round % 2 == 0 {
+                // Hash sets built by an absorb, kept by the take-over.
+                let extra = Region::default();
+                s_region.absorb_with_sets(n - 1, &extra, &compute);
+                s_region.interior.pop_back();
+                s_region.compute -= compute[(n - 1) as usize];
+                s_region.members.as_mut().unwrap().interior.remove(&(n - 1));
+            }
+            let (mut absorbed, mut taken) = (receiver.clone(), receiver);
+            absorbed.absorb_with_marks(s, &s_region, &compute, &mut marks);
+            taken.take_over(s, s_region, compute[s as usize], &mut marks);
+            assert_eq!((&taken.interior, &taken.frontier, taken.compute), (&absorbed.interior, &absorbed.frontier, absorbed.compute));
+            if let Some(m) = &taken.members {
+                let i: FxHashSet<u32> = taken.interior.iter().copied().collect();
+                let f: FxHashSet<u32> = taken.frontier.iter().copied().collect();
+                assert_eq!((&m.interior, &m.frontier), (&i, &f), "the kept hash sets are the lists'");
+            }
+        }
     }
 
     #[test]

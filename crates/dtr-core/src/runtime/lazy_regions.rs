@@ -88,13 +88,41 @@ impl Replay<'_> {
             }
             match grow_from {
                 Some(first) if self.grow_with_new_outputs(s, first) => {}
-                _ => self.mark_stale(s, Direction::Forward, fwd_loss),
+                _ => self.renew_or_mark(s, Direction::Forward, fwd_loss),
             }
         }
         for s in rev_again {
             if !self.regions_unused(s) {
-                self.mark_stale(s, Direction::Reverse, rev_loss);
+                self.renew_or_mark(s, Direction::Reverse, rev_loss);
             }
+        }
+    }
+
+    /// After a rematerialization, rebuild the region of `s` in `dir` at
+    /// once where every neighbour of `s` that way is resident (the walk
+    /// then reads the links of `s` alone: the interior is empty); else mark
+    /// it stale (`mark_stale`).
+    ///
+    /// Why. A rebuild now is what the reference does here, and a late one
+    /// gives the same region (see `ensure_exact`; in a stretch the
+    /// reference rebuilds at once too), so either is exact; the rebuild
+    /// costs the links of `s`, the mark a later walk. Left stale, such a
+    /// region waits until its storage is read or evicted, by when its
+    /// neighbours may be evicted again and the walk long: in a backward
+    /// pass each activation rematerialized just before its gradient, then
+    /// released, marked its parent's forward region stale, and the walk
+    /// that made it exact went through every activation released before
+    /// (a replay quadratic in the depth).
+    fn renew_or_mark(&mut self, s: u32, dir: Direction, loss: u64) {
+        let links = match dir {
+            Direction::Forward => self.trace.storage_fwd.get(s),
+            Direction::Reverse => self.trace.storage_rev.get(s),
+        };
+        let created = self.created;
+        if links.iter().take_while(|&&(a, _)| a < created).all(|&(_, n)| self.material[n as usize]) {
+            self.rebuild(s, dir);
+        } else {
+            self.mark_stale(s, dir, loss);
         }
     }
 
@@ -535,7 +563,7 @@ impl Replay<'_> {
         }
         let mut list = std::mem::take(owed);
         // A take-over (no copy) first when it applies; the rest in one pass.
-        if region.interior.is_empty() && region.frontier == [list[0].0] {
+        if region.interior.is_empty() {
             let (x, reg) = list.remove(0);
             Self::absorb_owed(region, x, reg, self.regions.compute_changes, self.cfg.eager_regions, &self.compute, &mut self.marks);
         }
@@ -556,8 +584,9 @@ impl Replay<'_> {
         self.touch(s);
     }
 
-    /// Apply one owed absorb; a region that is just `x` on its frontier takes
-    /// `x`'s region over when nothing else holds it and its sums are current.
+    /// Apply one owed absorb; a region of empty interior takes `x`'s region
+    /// over (see `Region::take_over`) when nothing else holds it and its
+    /// sums are current.
     fn absorb_owed(
         region: &mut Region,
         x: u32,
@@ -567,9 +596,9 @@ impl Replay<'_> {
         compute: &[u64],
         marks: &mut crate::regions::Marks,
     ) {
-        if !eager && region.interior.is_empty() && region.frontier == [x] && reg.sums_at == compute_changes {
+        if !eager && region.interior.is_empty() && reg.sums_at == compute_changes && region.frontier.contains(&x) {
             match Rc::try_unwrap(reg) {
-                Ok(whole) => region.take_over(x, whole, compute[x as usize]),
+                Ok(whole) => region.take_over(x, whole, compute[x as usize], marks),
                 Err(shared) => region.absorb(x, &shared, compute, marks),
             }
         } else {
