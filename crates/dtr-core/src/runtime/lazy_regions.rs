@@ -328,6 +328,11 @@ impl Replay<'_> {
         let lazy = &mut self.regions.lazy[si][d];
         lazy.bound = before.saturating_sub(loss);
         lazy.stale = true;
+        // Nothing reads a stale region's storages before its rebuild.
+        match dir {
+            Direction::Forward => self.regions.fwd[si].forget(),
+            Direction::Reverse => self.regions.rev[si].forget(),
+        }
         self.touch(s);
         let list = &mut self.regions.stale_list[d];
         if list.len() >= self.regions.lazy.len() + 64 {
