@@ -1,6 +1,6 @@
 """Scaling benchmark: how the engine's time and peak memory grow with the work.
 
-Three axes, each point measured in a fresh subprocess (its peak RSS is its own)
+Five axes, each point measured in a fresh subprocess (its peak RSS is its own)
 under a time limit:
 
 - **chain depth**: a synthetic trace x0 -> x1 -> ... -> xn whose tensors are
@@ -13,6 +13,15 @@ under a time limit:
   step of it is rematerialized while the pool holds about half the chain
   and every candidate ties: replay time, evaluations and peak RSS for
   n = 1k ... 10^6 (a victim choice that reads the pool is quadratic here);
+- **training shapes** (:mod:`dtrlab.synthetic`, as the chain): graphs shaped
+  as training steps, replayed with DTR at half their peak (no cap), n = 1k
+  ... 100k: a deep network's forward pass kept for a backward pass that
+  releases each activation after its gradient (``backward``), the same with
+  two recurrent chains (an LSTM's hidden and cell states, ``two-chain``),
+  and a chain in which each step reads the two before it (``skip``).
+  Released activations stay in the evicted neighbourhoods the scores sum,
+  so these regions grow with n; written to a record of its own
+  (``shapes``);
 - **evictions**: every public trace replayed with DTR (cap 60) at a spread of
   budget ratios; replay time against the number of evictions;
 - **regimes**: the issue's workloads (LSTM at 0.265, fast; at 0.264, slow;
@@ -34,8 +43,10 @@ time limit, side by side.
     python benchmarks/bench_scaling.py --axis chain --max-depth 100000
     python benchmarks/bench_scaling.py --axis regimes --no-simrd
     python benchmarks/bench_scaling.py --limit 600          # seconds per point
+    python benchmarks/bench_scaling.py --axis shapes --max-depth 30000
 
-Writes benchmarks/out/scaling.{json,md,png} and its section of benchmarks/RESULTS.md.
+Writes benchmarks/out/scaling.{json,md,png} and its section of benchmarks/RESULTS.md
+(the training shapes: benchmarks/out/shapes.{json,md} and their own section).
 """
 
 from __future__ import annotations
@@ -51,8 +62,10 @@ import tempfile
 from pathlib import Path
 
 import records
+from dtrlab import synthetic
 
 DEPTHS = [1_000, 3_000, 10_000, 30_000, 100_000, 300_000, 1_000_000]
+SHAPE_DEPTHS = [1_000, 3_000, 10_000, 30_000, 100_000]
 RATIOS = [0.10, 0.15, 0.20, 0.25, 0.30, 0.50]
 TRACES = ["densenet", "inception", "lstm", "resnet32", "transformer", "treelstm", "unet", "unroll_gan"]
 # Constants (x0: 8 B, w: 150 B) plus two chain tensors of 100 B: the whole
@@ -128,21 +141,8 @@ def measure(engine: str, path: Path, runs: list[dict], limit: float, min_time: f
     return json.loads(p.stdout)
 
 
-def write_chain(n: int, path: Path) -> None:
-    """The chain trace of depth ``n`` (as in tests/test_robustness.py)."""
-    with open(path, "w") as f:
-        w = f.write
-        w('{"INSTRUCTION":"CONSTANT","NAME":"x0"}\n{"INSTRUCTION":"MEMORY","NAME":"x0","MEMORY":"8"}\n')
-        for i in range(1, n + 1):
-            w(f'{{"INSTRUCTION":"CALL","NAME":"f","ARGS":["x{i - 1}"],"RESULT":["x{i}"],"TIME":1}}\n'
-              f'{{"INSTRUCTION":"MEMORY","NAME":"x{i}","MEMORY":"100"}}\n'
-              f'{{"INSTRUCTION":"ALIAS","NAME":"x{i}","ALIAS":"-1"}}\n')
-            if i > 1:
-                w(f'{{"INSTRUCTION":"RELEASE","NAME":"x{i - 1}"}}\n')
-        w(f'{{"INSTRUCTION":"RELEASE","NAME":"x{n}"}}\n')
-        w('{"INSTRUCTION":"CONSTANT","NAME":"w"}\n{"INSTRUCTION":"MEMORY","NAME":"w","MEMORY":"150"}\n')
-        w(f'{{"INSTRUCTION":"CALL","NAME":"g","ARGS":["x{n}"],"RESULT":["y"],"TIME":1}}\n')
-        w('{"INSTRUCTION":"MEMORY","NAME":"y","MEMORY":"100"}\n{"INSTRUCTION":"ALIAS","NAME":"y","ALIAS":"-1"}\n')
+#: The training shapes (:mod:`dtrlab.synthetic`).
+SHAPES = ("backward", "two-chain", "skip")
 
 
 def slope(xs: list[float], ys: list[float]) -> float | None:
@@ -158,14 +158,13 @@ def slope(xs: list[float], ys: list[float]) -> float | None:
 
 def chain_axis(depths: list[int], limit: float, with_ref: bool, ref_max_depth: int, work: Path,
                heuristics: tuple[str, ...] = ("DTR", "LRU"), at: dict | None = None, what: str = "chain") -> list[dict]:
-    """The chain of ``write_chain`` at each depth, replayed with each of
+    """The synthetic chain at each depth, replayed with each of
     ``heuristics`` at ``at`` (default: the tightest budget that lets it
     finish, ``CHAIN_BUDGET``), without a cap."""
     at = at or {"budget": CHAIN_BUDGET}
     rows = []
     for n in depths:
-        path = work / f"chain-{n}.log"
-        write_chain(n, path)
+        path = synthetic.write("chain", n, work / f"chain-{n}.log")
         size_mb = path.stat().st_size / 2**20
         engines = ["native", "simrd"] if with_ref and n <= ref_max_depth else ["native"]
         for heuristic in heuristics:
@@ -183,6 +182,59 @@ def chain_axis(depths: list[int], limit: float, with_ref: bool, ref_max_depth: i
 def halfpeak_axis(depths: list[int], limit: float, with_ref: bool, ref_max_depth: int, work: Path) -> list[dict]:
     """The chain at half its peak, DTR without a cap."""
     return chain_axis(depths, limit, with_ref, ref_max_depth, work, ("DTR",), {"ratio": 0.5}, "half-peak chain")
+
+
+def shapes_axis(depths: list[int], limit: float, with_ref: bool, ref_max_depth: int, work: Path) -> list[dict]:
+    """Each training shape at each depth, DTR at half its peak without a cap;
+    a shape stops growing after a point that did not finish."""
+    rows = []
+    for shape in SHAPES:
+        for engine in ["native", "simrd"] if with_ref else ["native"]:
+            for n in depths:
+                if engine == "simrd" and n > ref_max_depth:
+                    break
+                path = synthetic.write(shape, n, work / f"{shape}-{n}.log")
+                log(f"{shape} {n:,}: {engine} ...")
+                m = measure(engine, path, [{"ratio": 0.5, "cap": None, "heuristic": "DTR"}], limit)
+                row = {"shape": shape, "depth": n, "engine": engine, **result_fields(m)}
+                rows.append(row)
+                log(json.dumps(row))
+                path.unlink()
+                if not row["finished"]:
+                    break
+    return rows
+
+
+def shapes_fits(rows: list[dict]) -> dict:
+    fits = {}
+    for shape in SHAPES:
+        for engine in ("native", "simrd"):
+            pts = [r for r in rows if r["shape"] == shape and r["engine"] == engine and r.get("finished")]
+            if len(pts) > 1:
+                fits[f"{shape} {engine}: replay time vs depth"] = slope([r["depth"] for r in pts],
+                                                                        [r["replay_s"] for r in pts])
+    return {k: (round(v, 3) if v is not None else None) for k, v in fits.items()}
+
+
+def shapes_markdown(rows: list[dict], fits: dict) -> str:
+    out = ["Each shape replayed with DTR at half its peak, no cap (see `bench_scaling.py`).", "",
+           "| shape | depth | engine | replay (s) | replays | status | evictions | evaluations | peak RSS (MB) |",
+           "|---|---:|---|---:|---:|---|---:|---:|---:|"]
+    out += table_rows(rows, ["shape", "depth", "engine"], lambda r: [
+        str(r["replay_s"]), str(r["replays"]), r["status"], f"{r['evictions']:,}", f"{r['evaluations']:,}",
+        str(r["peak_rss_mb"])], 6)
+    pairs = []
+    for r in rows:
+        if r["engine"] == "simrd":
+            n = next(x for x in rows if x["engine"] == "native" and x["shape"] == r["shape"]
+                     and x["depth"] == r["depth"])
+            if n.get("finished") and r.get("finished"):
+                pairs.append(f"| {r['shape']} {r['depth']:,} | {n['replay_s']} | {r['replay_s']} | "
+                             f"{r['replay_s'] / n['replay_s']:,.0f}x |")
+    if pairs:
+        out += ["", "| point | native (s) | simrd (s) | speedup |", "|---|---:|---:|---:|", *pairs]
+    out += ["", "| fit | slope |", "|---|---:|"] + [f"| {k} | {v} |" for k, v in fits.items()]
+    return "\n".join(out) + "\n"
 
 
 def result_fields(m: dict | None) -> dict:
@@ -445,7 +497,7 @@ def figure(chain: list[dict], evictions: list[dict], path: Path, halfpeak: list[
 def main() -> int:
     global REPEAT, MIN_TIME
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--axis", choices=["chain", "halfpeak", "evictions", "regimes", "all"], default="all")
+    ap.add_argument("--axis", choices=["chain", "halfpeak", "shapes", "evictions", "regimes", "all"], default="all")
     ap.add_argument("--max-depth", type=int, default=DEPTHS[-1], help="deepest chain (default 10^6)")
     ap.add_argument("--limit", type=float, default=300.0, help="seconds per measured point")
     ap.add_argument("--simrd-max-depth", type=int, default=3_000, help="deepest chain given to simrd")
@@ -463,21 +515,35 @@ def main() -> int:
     if args.limit <= 0 or args.max_depth < 1 or args.repeat < 1 or args.rounds < 1 or args.min_time < 0:
         ap.error("--limit, --max-depth, --repeat and --rounds must be positive, --min-time not negative")
     with_ref = bool(os.environ.get("DTRLAB_SIMRD")) and not args.no_simrd
-    chain, evictions, regimes, halfpeak = [], [], [], []
+    chain, evictions, regimes, halfpeak, shapes = [], [], [], [], []
     if args.axis in ("regimes", "all"):
         regimes = regimes_axis(args.limit, args.rounds)
     with tempfile.TemporaryDirectory(prefix="dtrlab-scaling-") as work:
         depths = [d for d in DEPTHS if d <= args.max_depth]
+        if args.axis in ("shapes", "all"):
+            shapes = shapes_axis([d for d in SHAPE_DEPTHS if d <= args.max_depth], args.limit, with_ref,
+                                 args.simrd_max_depth, Path(work))
         if args.axis in ("halfpeak", "all"):
             halfpeak = halfpeak_axis(depths, args.limit, with_ref, args.simrd_max_depth, Path(work))
         if args.axis in ("chain", "all"):
             chain = chain_axis(depths, args.limit, with_ref, args.simrd_max_depth, Path(work))
     if args.axis in ("evictions", "all"):
         evictions = evictions_axis([k for k in args.traces.split(",") if k], RATIOS, args.limit, with_ref)
-    fits = summarize(chain, evictions, halfpeak)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     meta = records.meta(limit_s=args.limit)
+    if shapes:
+        fits = shapes_fits(shapes)
+        text = shapes_markdown(shapes, fits)
+        shapes_out = out.with_name("shapes")
+        shapes_out.with_suffix(".json").write_text(json.dumps({"meta": meta, "shapes": shapes, "slopes": fits},
+                                                              indent=1) + "\n")
+        shapes_out.with_suffix(".md").write_text(text)
+        records.record("shapes", "Scaling: training-shaped graphs at half their peak", meta, text)
+        print(text)
+        if args.axis == "shapes":
+            return 0
+    fits = summarize(chain, evictions, halfpeak)
     out.with_suffix(".json").write_text(json.dumps({"meta": meta, "regimes": regimes, "halfpeak": halfpeak,
                                                     "chain": chain, "evictions": evictions, "slopes": fits},
                                                    indent=1) + "\n")

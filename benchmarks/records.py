@@ -24,7 +24,7 @@ RECORDS = HERE / "records"
 RESULTS = HERE / "RESULTS.md"
 
 #: The order of RESULTS.md's sections (a record not listed comes after, by name).
-ORDER = ("pipeline", "engine", "scaling", "runtime")
+ORDER = ("pipeline", "engine", "scaling", "shapes", "runtime")
 
 
 def commit() -> str:
