@@ -539,7 +539,8 @@ def main() -> int:
         shapes_out.with_suffix(".json").write_text(json.dumps({"meta": meta, "shapes": shapes, "slopes": fits},
                                                               indent=1) + "\n")
         shapes_out.with_suffix(".md").write_text(text)
-        records.record("shapes", "Scaling: training-shaped graphs at half their peak", meta, text)
+        records.record("shapes", "Scaling: training-shaped graphs at half their peak", meta, text,
+                       command=" ".join(["python", "benchmarks/bench_scaling.py", *sys.argv[1:]]))
         print(text)
         if args.axis == "shapes":
             return 0

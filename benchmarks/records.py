@@ -77,10 +77,13 @@ def _write_atomically(path: Path, text: str) -> None:
 
 
 def record(name: str, title: str, run_meta: dict, markdown: str, records: Path = RECORDS,
-           results: Path = RESULTS) -> Path:
+           results: Path = RESULTS, command: str | None = None) -> Path:
     """Keep ``markdown`` (the benchmark's tables) as the latest record of
-    ``name`` and render RESULTS.md again. Returns the RESULTS.md path."""
+    ``name`` and render RESULTS.md again. Returns the RESULTS.md path.
+    ``command``: what was run, where it is not ``benchmarks/bench_<name>.py``."""
     entry = {"name": name, "title": title, "meta": run_meta, "markdown": markdown.strip() + "\n"}
+    if command is not None:
+        entry["command"] = command
     _write_atomically(records / f"{name}.json", json.dumps(entry, indent=1, sort_keys=True) + "\n")
     _write_atomically(results, render(records))
     return results
@@ -97,8 +100,9 @@ def render(records: Path = RECORDS) -> str:
     for e in entries:
         m = e["meta"]
         settings = ", ".join(f"{k} {v}" for k, v in m.items() if k not in ("date", "commit", "machine", "python"))
+        command = e.get("command", f"python benchmarks/bench_{e['name']}.py")
         out += [f"## {e['title']}", "",
-                f"`python benchmarks/bench_{e['name']}.py` — {m['date']}, commit `{m['commit']}`, "
+                f"`{command}` — {m['date']}, commit `{m['commit']}`, "
                 f"{m['machine']}, Python {m['python']}" + (f"; {settings}" if settings else "") + ".", "",
                 e["markdown"].rstrip(), ""]
     earlier = records / "earlier.md"
