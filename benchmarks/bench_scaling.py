@@ -223,16 +223,9 @@ def shapes_markdown(rows: list[dict], fits: dict) -> str:
     out += table_rows(rows, ["shape", "depth", "engine"], lambda r: [
         str(r["replay_s"]), str(r["replays"]), r["status"], f"{r['evictions']:,}", f"{r['evaluations']:,}",
         str(r["peak_rss_mb"])], 6)
-    pairs = []
-    for r in rows:
-        if r["engine"] == "simrd":
-            n = next(x for x in rows if x["engine"] == "native" and x["shape"] == r["shape"]
-                     and x["depth"] == r["depth"])
-            if n.get("finished") and r.get("finished"):
-                pairs.append(f"| {r['shape']} {r['depth']:,} | {n['replay_s']} | {r['replay_s']} | "
-                             f"{r['replay_s'] / n['replay_s']:,.0f}x |")
+    pairs = side_by_side([], [], shapes=rows)
     if pairs:
-        out += ["", "| point | native (s) | simrd (s) | speedup |", "|---|---:|---:|---:|", *pairs]
+        out += ["", *pairs_table(pairs)]
     out += ["", "| fit | slope |", "|---|---:|"] + [f"| {k} | {v} |" for k, v in fits.items()]
     return "\n".join(out) + "\n"
 
@@ -409,13 +402,7 @@ def markdown(chain: list[dict], evictions: list[dict], fits: dict, regimes: list
         f"{1e6 * r['replay_s'] / r['evictions']:.1f}" if r["evictions"] else "-"], 5)
     pairs = side_by_side(chain, evictions, halfpeak)
     if pairs:
-        out += ["", "## Side by side with simrd (same run, same machine)", "",
-                "| point | native (s) | simrd (s) | speedup |", "|---|---:|---:|---:|"]
-        for p in pairs:
-            if p["speedup"] is None:
-                out.append(f"| {p['point']} | {p['native_s']} | {p['note']} | - |")
-            else:
-                out.append(f"| {p['point']} | {p['native_s']} | {p['simrd_s']} | {p['speedup']:,.0f}x |")
+        out += ["", "## Side by side with simrd (same run, same machine)", "", *pairs_table(pairs)]
         done = [p["speedup"] for p in pairs if p["speedup"] is not None]
         if done:
             out += ["", f"Smallest speedup: {min(done):,.0f}x over the {len(done)} points simrd finished "
@@ -426,7 +413,19 @@ def markdown(chain: list[dict], evictions: list[dict], fits: dict, regimes: list
     return "\n".join(out) + "\n"
 
 
-def side_by_side(chain: list[dict], evictions: list[dict], halfpeak: list[dict] = ()) -> list[dict]:
+def pairs_table(pairs: list[dict]) -> list[str]:
+    """The Markdown table of `side_by_side`'s points."""
+    out = ["| point | native (s) | simrd (s) | speedup |", "|---|---:|---:|---:|"]
+    for p in pairs:
+        if p["speedup"] is None:
+            out.append(f"| {p['point']} | {p['native_s']} | {p['note']} | - |")
+        else:
+            out.append(f"| {p['point']} | {p['native_s']} | {p['simrd_s']} | {p['speedup']:,.0f}x |")
+    return out
+
+
+def side_by_side(chain: list[dict], evictions: list[dict], halfpeak: list[dict] = (),
+                 shapes: list[dict] = ()) -> list[dict]:
     """Points measured by both engines: native replay time against simrd's
     (``simrd_s`` is None where simrd did not finish within the time limit)."""
     def pair(native: dict, ref: dict, point: str) -> dict | None:
@@ -452,6 +451,11 @@ def side_by_side(chain: list[dict], evictions: list[dict], halfpeak: list[dict] 
         if r["engine"] == "simrd":
             n = next(x for x in halfpeak if x["engine"] == "native" and x["depth"] == r["depth"])
             out.append(pair(n, r, f"half-peak chain {r['depth']:,}"))
+    for r in shapes:
+        if r["engine"] == "simrd":
+            n = next(x for x in shapes if x["engine"] == "native" and x["shape"] == r["shape"]
+                     and x["depth"] == r["depth"])
+            out.append(pair(n, r, f"{r['shape']} {r['depth']:,}"))
     return [p for p in out if p is not None]
 
 
