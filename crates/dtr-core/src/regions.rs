@@ -18,6 +18,34 @@ pub enum Direction {
     Reverse,
 }
 
+impl Direction {
+    /// The trace's storage links this way (children forward, parents in reverse).
+    #[inline]
+    pub fn links(self, trace: &Trace) -> &StorageLinks {
+        match self {
+            Direction::Forward => &trace.storage_fwd,
+            Direction::Reverse => &trace.storage_rev,
+        }
+    }
+}
+
+/// `frontier` less `s`, then each storage of `theirs` not in it yet: the
+/// frontier an absorb of `s` (whose region's frontier is `theirs`) leaves.
+fn merge_frontier(frontier: &mut Vec<u32>, s: u32, theirs: &[u32], marks: &mut Marks) {
+    if let Some(i) = frontier.iter().position(|&x| x == s) {
+        frontier.swap_remove(i);
+    }
+    marks.reset();
+    for &x in frontier.iter() {
+        marks.insert(x);
+    }
+    for &x in theirs {
+        if marks.insert(x) {
+            frontier.push(x);
+        }
+    }
+}
+
 /// The storages (interior and frontier) from which a stale region lets
 /// its buffers go (`Region::forget`).
 const FORGET_FROM: usize = 1024;
@@ -117,10 +145,7 @@ impl Walk {
         self.frontier.clear();
         marks.reset();
         marks.insert(base);
-        let links = match dir {
-            Direction::Forward => &g.trace.storage_fwd,
-            Direction::Reverse => &g.trace.storage_rev,
-        };
+        let links = dir.links(g.trace);
         // Checked once here: every other storage walked is a link's target.
         let n = links.storages();
         assert!((base as usize) < n && n <= g.material.len() && n <= g.compute.len() && n <= g.for_good.len());
@@ -213,11 +238,7 @@ impl GraphView<'_> {
     /// created tensors; a view's link to its own storage is not a neighbour).
     #[inline]
     pub fn for_each_neighbour(&self, s: u32, dir: Direction, mut f: impl FnMut(u32)) {
-        let links = match dir {
-            Direction::Forward => self.trace.storage_fwd.get(s),
-            Direction::Reverse => self.trace.storage_rev.get(s),
-        };
-        for &(activation, n) in links {
+        for &(activation, n) in dir.links(self.trace).get(s) {
             if activation >= self.created {
                 break;
             }
@@ -316,18 +337,7 @@ impl Region {
         let created = self.created.min(s_region.created);
         let own = self.compute;
         let mut frontier = std::mem::take(&mut self.frontier);
-        if let Some(i) = frontier.iter().position(|&x| x == s) {
-            frontier.swap_remove(i);
-        }
-        marks.reset();
-        for &x in &frontier {
-            marks.insert(x);
-        }
-        for &x in &s_region.frontier {
-            if marks.insert(x) {
-                frontier.push(x);
-            }
-        }
+        merge_frontier(&mut frontier, s, &s_region.frontier, marks);
         *self = s_region; // keeps its `sums_at` and its hash sets
         self.interior.push_back(s);
         // As `absorb` sums: this region's, `s` itself, then `s_region`'s interior.
@@ -415,18 +425,7 @@ impl Region {
     }
 
     fn absorb_with_marks(&mut self, s: u32, s_region: &Region, compute: &[u64], marks: &mut Marks) {
-        if let Some(i) = self.frontier.iter().position(|&x| x == s) {
-            self.frontier.swap_remove(i);
-        }
-        marks.reset();
-        for &x in &self.frontier {
-            marks.insert(x);
-        }
-        for &x in &s_region.frontier {
-            if marks.insert(x) {
-                self.frontier.push(x);
-            }
-        }
+        merge_frontier(&mut self.frontier, s, &s_region.frontier, marks);
         // The absorbed storage itself always counts, as in the reference.
         self.compute += compute[s as usize];
         marks.reset();

@@ -114,11 +114,8 @@ impl Replay<'_> {
     /// that made it exact went through every activation released before
     /// (a replay quadratic in the depth).
     fn renew_or_mark(&mut self, s: u32, dir: Direction, loss: u64) {
-        let links = match dir {
-            Direction::Forward => self.trace.storage_fwd.get(s),
-            Direction::Reverse => self.trace.storage_rev.get(s),
-        };
         let created = self.created;
+        let links = dir.links(self.trace).get(s);
         if links.iter().take_while(|&&(a, _)| a < created).all(|&(_, n)| self.material[n as usize]) {
             self.rebuild(s, dir);
         } else {
@@ -180,13 +177,7 @@ impl Replay<'_> {
     fn take_parent_region(&mut self, x: u32, fresh: &[u32]) -> bool {
         let trace = self.trace;
         let created = self.created;
-        let links = |s: u32, dir: Direction| {
-            let l = match dir {
-                Direction::Forward => trace.storage_fwd.get(s),
-                Direction::Reverse => trace.storage_rev.get(s),
-            };
-            l.iter().take_while(move |&&(a, _)| a < created).map(|&(_, n)| n)
-        };
+        let links = |s: u32, dir: Direction| dir.links(trace).get(s).iter().take_while(move |&&(a, _)| a < created).map(|&(_, n)| n);
         for p in links(x, Direction::Reverse) {
             let pi = p as usize;
             let usable = self.material[pi]
