@@ -29,10 +29,6 @@ BANDWIDTH = 900e9  # bytes per second
 LAUNCH_NS = 5_000
 
 
-def tensor_bytes(t: torch.Tensor) -> int:
-    return t.numel() * t.element_size()
-
-
 def operator_flops(func, args, kwargs, out) -> int:
     """PyTorch's FLOP count of one operator call (0 where it has no formula)."""
     formula = flop_registry.get(func._overloadpacket)
@@ -80,19 +76,28 @@ def _call_key(obj, leaves: list) -> None:
         leaves.append(obj)
 
 
-def roofline(func, args, kwargs, out, ins: list | None = None, outs: list | None = None) -> int:
+def roofline(func, args, kwargs, out, ins: list | None = None, outs: list | None = None,
+             view: bool | None = None) -> int:
     """Nanoseconds of one operator call under the cost model above; ``ins``
     and ``outs``, the call's tensors (``flat.arguments``, ``flat.tensors``),
-    where the caller has them already."""
+    and ``view``, whether every output shares an input's storage (for an
+    operator that writes none), where the caller has them already."""
     if ins is None:
         ins = flat.arguments(args, kwargs)
     if outs is None:
         outs = flat.tensors(out)
-    if outs and not written_names(func):
-        in_storages = {a.untyped_storage()._cdata for a in ins}
-        if all(o.untyped_storage()._cdata in in_storages for o in outs):
-            return LAUNCH_NS  # a view
-    moved = sum(map(tensor_bytes, ins)) + sum(map(tensor_bytes, outs))
+    if view is None:
+        view = False
+        if outs and not written_names(func):
+            in_storages = {a.untyped_storage()._cdata for a in ins}
+            view = all(o.untyped_storage()._cdata in in_storages for o in outs)
+    if view:
+        return LAUNCH_NS
+    moved = 0
+    for t in ins:
+        moved += t.nbytes
+    for t in outs:
+        moved += t.nbytes
     seconds = max(operator_flops(func, args, kwargs, out) / PEAK_FLOPS, moved / BANDWIDTH)
     return LAUNCH_NS + math.ceil(seconds * 1e9)
 

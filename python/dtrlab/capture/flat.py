@@ -37,10 +37,21 @@ def _collect(obj, out: list) -> None:
 
 def arguments(args, kwargs) -> list[torch.Tensor]:
     """The tensors of a call's ``(args, kwargs)``."""
+    # (The first level inline: a call's arguments are mostly tensors and
+    # numbers, and this runs at every operator.)
     out: list[torch.Tensor] = []
-    _collect(args, out)
-    _collect(kwargs, out)
+    for a in args:
+        if isinstance(a, _Tensor):
+            out.append(a)
+        elif a is not None and not isinstance(a, _SCALARS):
+            _collect(a, out)
+    if kwargs:
+        _collect(kwargs, out)
     return out
+
+
+#: Leaves that are never tensors nor hold one.
+_SCALARS = (int, float, bool, str, torch.dtype, torch.device, torch.layout, torch.memory_format)
 
 
 def replace(obj, f, leaf: type = _Tensor):
@@ -48,10 +59,15 @@ def replace(obj, f, leaf: type = _Tensor):
     ``f(x)`` (tuples, lists and dicts rebuilt; anything else kept)."""
     if isinstance(obj, leaf):
         return f(obj)
-    if type(obj) is tuple:
-        return tuple(replace(x, f, leaf) for x in obj)
-    if type(obj) is list:
-        return [replace(x, f, leaf) for x in obj]
-    if type(obj) is dict:
+    kind = type(obj)
+    if kind is tuple or kind is list:
+        # (Leaves and numbers without a call each: this runs at every operator.)
+        items = [f(x) if isinstance(x, leaf) else replace(x, f, leaf) if type(x) in _CONTAINERS else x
+                 for x in obj]
+        return tuple(items) if kind is tuple else items
+    if kind is dict:
         return {k: replace(v, f, leaf) for k, v in obj.items()}
     return obj
+
+
+_CONTAINERS = {tuple, list, dict}

@@ -172,10 +172,11 @@ class Recorder(TorchDispatchMode):
             return None
         return entry
 
-    def _new_name(self, t: torch.Tensor) -> str:
+    def _new_name(self, t: torch.Tensor, storage: torch.UntypedStorage | None = None) -> str:
         name = f"x{self.count}"
         self.count += 1
-        storage = t.untyped_storage()
+        if storage is None:
+            storage = t.untyped_storage()
         self.tensors[t._cdata] = _Tensor(name, torch._C._WeakTensorRef(t), storage._cdata)
         self._named(t, name, storage)
         return name
@@ -241,23 +242,34 @@ class Recorder(TorchDispatchMode):
             written = _written_arguments(func, args, kwargs)
         if not outputs and not written:
             return
-        cost = max(int(elapsed), 1) if self.measure else self.cost(func, args, kwargs, out, inputs, outputs)
-        op = op_name(func)
         if written:
-            self._mutate(op, written, cost)
-        else:
-            self._call(op, inputs, outputs, cost)
-
-    def _call(self, op: str, inputs: list[torch.Tensor], outputs: list[torch.Tensor], cost: int) -> None:
+            cost = max(int(elapsed), 1) if self.measure else self.cost(func, args, kwargs, out, inputs, outputs)
+            self._mutate(op_name(func), written, cost)
+            return
         in_keys = {t._cdata for t in inputs}
         fresh = [o for o in outputs if o._cdata not in in_keys]  # an input returned as is is no new tensor
         if not fresh:
             return
+        # Each storage is asked for once: the cost model's view test and the
+        # trace's aliases both read them.
         by_storage = {}
         for t in inputs:
-            by_storage.setdefault(_storage_key(t), t)
+            by_storage.setdefault(t.untyped_storage()._cdata, t)
         stored = [o.untyped_storage() for o in fresh]
         aliased = [by_storage[d._cdata] for d in stored if d._cdata in by_storage]
+        if self.measure:
+            cost = max(int(elapsed), 1)
+        else:
+            view = len(aliased) == len(stored) and not written_names(func)
+            cost = self.cost(func, args, kwargs, out, inputs, outputs, view=view)
+        self._call(op_name(func), inputs, fresh, stored, by_storage, aliased, cost)
+
+    def _call(self, op: str, inputs: list[torch.Tensor], fresh: list[torch.Tensor],
+              stored: list[torch.UntypedStorage], by_storage: dict[int, torch.Tensor],
+              aliased: list[torch.Tensor], cost: int) -> None:
+        """The lines of a call that made the tensors ``fresh`` (of storages
+        ``stored``); ``by_storage``, its first input of each storage;
+        ``aliased``, the input each fresh tensor that shares one's storage shares."""
         if aliased:
             # A view: its aliased input is its one argument (the format's domain).
             base = aliased[0]
@@ -267,10 +279,10 @@ class Recorder(TorchDispatchMode):
         else:
             args = [self._input(t) for t in inputs]
         names = []
-        for o in fresh:
+        for o, d in zip(fresh, stored):
             if self._known(o) is not None:  # a tensor already named (returned again)
                 raise CaptureError(f"{op}: returns a tensor the trace already holds; outside the trace format")
-            names.append(self._new_name(o))
+            names.append(self._new_name(o, d))
         self.lines.append(_call_line(op, args, names, cost))
         self.operators += 1
         for o, d, name in zip(fresh, stored, names):

@@ -178,28 +178,33 @@ class DTRMode(Recorder):
         e = self.tensors.get(t._cdata)
         return None if e is None or e.ref.expired() else e
 
-    def _predict(self, segments: list[list[torch.Tensor]]) -> list[tuple[set[str], list[tuple[torch.Tensor, str]]]]:
+    def _predict(self, segments: list[list[torch.Tensor]]) -> list[tuple[list[str], list[tuple[torch.Tensor, str]]]]:
         """Per segment of a call's inputs (in the recorder's naming order):
-        the names its tensors will have, and the tensors named anew there."""
+        the name each of its tensors will have, and the tensors named anew there."""
         seen: dict[int, str] = {}
         count = self.count
+        tensors = self.tensors
         out = []
         for seg in segments:
-            names, new = set(), []
+            names, new = [], []
             for t in seg:
-                e = self._lookup(t)
-                if e is not None:
-                    names.add(e.name)
+                key = t._cdata
+                e = tensors.get(key)
+                if e is not None and not e.ref.expired():
+                    names.append(e.name)
                     continue
-                if t._cdata not in seen:
-                    seen[t._cdata] = f"x{count}"
+                name = seen.get(key)
+                if name is None:
+                    name = seen[key] = f"x{count}"
                     count += 1
-                    new.append((t, seen[t._cdata]))
-                names.add(seen[t._cdata])
+                    new.append((t, name))
+                names.append(name)
             out.append((names, new))
         return out
 
     def _tensor_of(self, t: torch.Tensor, new: dict[int, str]) -> int:
+        """The engine's tensor id that ``t``'s name (known, or in ``new`` by
+        ``_cdata``) stands for now."""
         e = self._lookup(t)
         name = e.name if e is not None else new[t._cdata]
         return self.names[name]
@@ -238,14 +243,15 @@ class DTRMode(Recorder):
             if s == u:
                 st.adopt(s, storage)
 
-    def _resolve_inputs(self, inputs: list[tuple[torch.Tensor, int]], operator: str) -> dict[int, torch.Tensor]:
-        """Check every input (with the engine's tensor id its name stood
-        for): resident, and its bytes the version's. Returns the inputs to
-        read from their versions' homes instead (by ``_cdata``): those whose
-        storage holds a later version now."""
+    def _resolve_inputs(self, inputs: list[torch.Tensor], ids: dict[int, int], operator: str) -> dict[int, torch.Tensor]:
+        """Check every input (``ids``: the engine's tensor id its name stood
+        for, by ``_cdata``): resident, and its bytes the version's. Returns
+        the inputs to read from their versions' homes instead (by
+        ``_cdata``): those whose storage holds a later version now."""
         plan, st = self.plan, self.homes
         instead = {}
-        for t, u in inputs:
+        for t in inputs:
+            u = ids[t._cdata]
             s = plan.storage[u]
             storage = t.untyped_storage()
             why = st.check_read(s, st.meta.get(u) or Meta.of(t), storage) if st.writes else None
@@ -369,7 +375,7 @@ class DTRMode(Recorder):
             if view:  # the recorder names a view's base alone
                 named = self._view_base(inputs, plan.arg_names(ol), op)
             (names, new), = self._predict([named])
-            if ol.named != len(new) or not set(plan.arg_names(ol)) <= names:
+            if ol.named != len(new) or not ol.args <= set(names):
                 ol = None
         if ol is None:
             # The plan goes on with something else: a call that records
@@ -382,17 +388,15 @@ class DTRMode(Recorder):
         # The lines naming its inputs and the operator itself in one go: what
         # the engine does meanwhile never touches the constants they name
         # (pinned at once), and the inputs' names stay as they were.
-        self._advance(plan.commands_through(ol.op), op)
+        self._advance(ol.through, op)
         self._home_inputs(ol, new)
-        fresh = {t._cdata: n for t, n in new}
-        ids = [(t, self._tensor_of(t, fresh)) for t in named]
-        op_id = plan.args[plan.commands_before(ol.op)]
+        ids = {t._cdata: self.names[name] for t, name in zip(named, names)}
+        op_id = plan.args[ol.before]
         if view:
             self.recipes[op_id] = None
         else:
-            self.recipes[op_id] = Recipe.of(func, args, kwargs, lambda t: self._tensor_of(t, fresh),
-                                            generator_state(func, args, kwargs))
-        instead = self._resolve_inputs(ids, op)
+            self.recipes[op_id] = Recipe.of(func, args, kwargs, ids, generator_state(func, args, kwargs))
+        instead = self._resolve_inputs(named, ids, op)
         if instead and not view:
             args, kwargs = _substituted(args, kwargs, instead)
         return self._timed(func, args, kwargs)
@@ -424,19 +428,21 @@ class DTRMode(Recorder):
         outs, elapsed = [], 0
         for k, ((target, _), seg, (names, new)) in enumerate(zip(written, segments, predicted)):
             ol = plan.op_lines(line, "MUTATE", op)
-            if ol is None or ol.named != len(new) or not set(plan.arg_names(ol)) <= names:
+            if ol is None or ol.named != len(new) or not ol.args <= set(names):
                 raise PlanMismatch(f"line {line + 1}: the step writes in place with {op}, its plan says "
                                    f"{plan.lines[line] if line < plan.n_lines else 'nothing more'}")
             self._set_trigger()
-            self._advance(plan.commands_before(ol.op), op)
+            c, end = ol.before, ol.through
+            self._advance(c, op)
             self._home_inputs(ol, new)
-            c = plan.commands_before(ol.op)
-            end = plan.commands_through(ol.op)
-            ids = [(t, self._tensor_of(t, fresh)) for t in seg]
-            old = plan.storage[ids[0][1]]
+            # (What each name stands for now: an earlier element's write renamed nothing of this one's.)
+            ids = {t._cdata: self.names[name] for t, name in zip(seg, names)}
+            old = plan.storage[ids[target._cdata]]
             e_args, e_kwargs = _element(func, args, kwargs, k, len(written)) if per_element else (args, kwargs)
-            recipe = Recipe.of(func, e_args, e_kwargs, lambda t: self._tensor_of(t, fresh),
-                               generator_state(func, e_args, e_kwargs), target=target)
+            for t in flat.arguments(e_args, e_kwargs):
+                if t._cdata not in ids:  # a tensor the trace's line leaves out (a list of another length)
+                    ids[t._cdata] = self._tensor_of(t, fresh)
+            recipe = Recipe.of(func, e_args, e_kwargs, ids, generator_state(func, e_args, e_kwargs), target=target)
             self._advance(c + 1, op)  # the operator; its releases follow it
             op_id = plan.args[c]
             self.recipes[op_id] = recipe
@@ -444,7 +450,7 @@ class DTRMode(Recorder):
             releases = sum(1 for i in range(c + 1, end)
                            if plan.kinds[i] == RELEASE and plan.storage[plan.args[i]] == old)
             keep_old = session.kept_for_good(old) or session.external_refs(old) > releases
-            instead = self._resolve_inputs(ids, op)
+            instead = self._resolve_inputs(seg, ids, op)
             instead.pop(target._cdata, None)  # the write goes to the step's own storage
             st.meta.setdefault(plan.first_output[op_id], Meta.of(target))
             st.supersede(old, new_s, target.untyped_storage(), keep_old, Meta.of(target))

@@ -37,7 +37,7 @@ def without_time(line: str) -> str:
     return _TIME.sub('"TIME":""', line)
 
 
-@dataclass
+@dataclass(frozen=True)
 class OpLines:
     """Where one operator call stands in the plan: its inputs' naming lines
     (``first`` up to ``op``), then its own lines (``op`` up to ``end``);
@@ -48,6 +48,11 @@ class OpLines:
     end: int
     #: How many inputs the naming lines name.
     named: int
+    #: The names its line gives as arguments.
+    args: frozenset[str]
+    #: The schedule positions before and after the commands of lines up to ``op``.
+    before: int
+    through: int
 
 
 class Plan:
@@ -75,6 +80,7 @@ class Plan:
                          for first, n in zip(self.first_output, self.n_outputs)]
         self._records: dict[int, dict] = {}
         self._views: dict[int, bool] = {}
+        self._op_lines: dict[tuple[int, str, str], OpLines | None] = {}
 
     def record(self, i: int) -> dict:
         """Line ``i`` (0-based), decoded."""
@@ -111,6 +117,12 @@ class Plan:
         operator is ``instruction`` (CALL or MUTATE) named ``name``; None if
         the plan goes on with something else (a call that records nothing, or
         a step that departs from its plan)."""
+        key = (i, instruction, name)
+        if key not in self._op_lines:  # (asked at every operator call, and again by every run)
+            self._op_lines[key] = self._find_op_lines(i, instruction, name)
+        return self._op_lines[key]
+
+    def _find_op_lines(self, i: int, instruction: str, name: str) -> OpLines | None:
         span, named = self.naming_lines(i)
         j = i + span
         if j >= len(self.lines):
@@ -119,7 +131,7 @@ class Plan:
         if r["INSTRUCTION"] != instruction or r["NAME"] != name:
             return None
         end = j + 1 + (2 * len(r["RESULT"]) if instruction == "CALL" else 0)
-        return OpLines(i, j, end, named)
+        return OpLines(i, j, end, named, frozenset(r["ARGS"]), self.commands_before(j), self.commands_through(j))
 
     def arg_names(self, ol: OpLines) -> list[str]:
         return self.record(ol.op)["ARGS"]

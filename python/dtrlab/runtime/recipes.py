@@ -58,16 +58,20 @@ class Recipe:
     target: int | None = None
 
     @classmethod
-    def of(cls, func, args, kwargs, tensor_of: Callable[[torch.Tensor], int],
+    def of(cls, func, args, kwargs, ids: dict[int, int],
            rng: tuple[torch.Generator, torch.Tensor] | None, target: torch.Tensor | None = None) -> "Recipe":
+        """The call ``func(*args, **kwargs)``; ``ids``: the engine's id of
+        each of its tensors, by ``_cdata``."""
         hidden = _hidden_writes(func)
         if hidden is not None:
             positions, training = hidden
             if len(args) > training and args[training]:
                 args = tuple(None if i in positions else a for i, a in enumerate(args))
-        ref = (lambda t: Written(tensor_of(t)) if t is target else Ref(tensor_of(t)))
-        call = flat.replace((args, kwargs), ref)
-        return cls(func, call, rng, tensor_of(target) if target is not None else None)
+        if target is None:
+            call = flat.replace((args, kwargs), lambda t: Ref(ids[t._cdata]))
+            return cls(func, call, rng)
+        call = flat.replace((args, kwargs), lambda t: Written(ids[t._cdata]) if t is target else Ref(ids[t._cdata]))
+        return cls(func, call, rng, ids[target._cdata])
 
     def run(self, view: Callable[[int], torch.Tensor], target: torch.Tensor | None = None):
         """Call the operator again on ``view(tensor id)`` of each input

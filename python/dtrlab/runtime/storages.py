@@ -53,9 +53,10 @@ class Meta(NamedTuple):
     stride: tuple[int, ...]
     offset: int
 
-    @classmethod
-    def of(cls, t: torch.Tensor) -> "Meta":
-        return cls(t.dtype, t.device, tuple(t.shape), t.stride(), t.storage_offset())
+    @staticmethod
+    def of(t: torch.Tensor) -> "Meta":
+        # (``t.shape`` is a tuple already: a ``torch.Size``, equal and hashed as one.)
+        return Meta(t.dtype, t.device, t.shape, t.stride(), t.storage_offset())
 
     def byte_range(self) -> tuple[int, int]:
         """The bytes of its storage the tensor spans: ``[lo, hi)``."""
