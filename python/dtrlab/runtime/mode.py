@@ -35,7 +35,7 @@ from dtrlab.capture.costs import roofline
 from dtrlab.capture.recorder import Recorder, _written_arguments, op_name, written_names
 from dtrlab.exceptions import OutOfMemory, OutsideRuntime, PlanMismatch, Thrashed
 from dtrlab.runtime.memory import AllocatorPeak
-from dtrlab.runtime.plan import COMPUTE, RELEASE, OpLines, Plan
+from dtrlab.runtime.plan import RELEASE, OpLines, Plan
 from dtrlab.runtime.recipes import Recipe, fresh_outputs, generator_state
 from dtrlab.runtime.storages import Meta, Storages, storage_key
 
@@ -81,11 +81,10 @@ class DTRMode(Recorder):
         start = s.position
         if end <= start:
             return
-        plan = self.plan
+        names, renames = self.names, self.plan.renames
         for i in range(start, end):
-            if plan.kinds[i] == COMPUTE:
-                for name, t in plan.op_names[plan.args[i]]:
-                    self.names[name] = t
+            for name, t in renames[i]:
+                names[name] = t
         t0 = perf_counter_ns()
         status, events = s.advance(end)
         self.ns["engine"] += perf_counter_ns() - t0
@@ -112,8 +111,8 @@ class DTRMode(Recorder):
                        operator, budget, r)
 
     def _set_trigger(self) -> None:
-        if self.trigger == "model":
-            return
+        """Tell the engine what the measurement shows beyond its own bytes
+        (triggers other than "model")."""
         if self.trigger == "ledger":
             measured = self.homes.bytes
         else:  # the allocator's bytes since the step began, and the constants it had before
@@ -291,7 +290,9 @@ class DTRMode(Recorder):
                     continue
                 (dead if e.ref.expired() else pending).append(key)
             self.dying = pending
-            for key in sorted(set(dead), key=lambda k: int(self.tensors[k].name[1:])):
+            if len(dead) > 1:
+                dead = sorted(set(dead), key=lambda k: int(self.tensors[k].name[1:]))
+            for key in dead:
                 self._release(key)
         self._sync()
 
@@ -354,7 +355,8 @@ class DTRMode(Recorder):
         if n > start:
             self.plan.check(self.lines, start, n)
             self.verified = n
-        self._ledger_check()
+        if self.homes.bytes != self.session.memory:
+            self._ledger_check()
         if self.poll_allocator:
             self.allocator.poll()
         return out
@@ -384,7 +386,8 @@ class DTRMode(Recorder):
                 if t.untyped_storage().nbytes() == 0 and t.numel() > 0:
                     raise OutsideRuntime(f"{op} reads an evicted tensor without making one: outside the trace")
             return self._timed(func, args, kwargs)
-        self._set_trigger()
+        if self.trigger != "model":
+            self._set_trigger()
         # The lines naming its inputs and the operator itself in one go: what
         # the engine does meanwhile never touches the constants they name
         # (pinned at once), and the inputs' names stay as they were.
@@ -431,7 +434,8 @@ class DTRMode(Recorder):
             if ol is None or ol.named != len(new) or not ol.args <= set(names):
                 raise PlanMismatch(f"line {line + 1}: the step writes in place with {op}, its plan says "
                                    f"{plan.lines[line] if line < plan.n_lines else 'nothing more'}")
-            self._set_trigger()
+            if self.trigger != "model":
+                self._set_trigger()
             c, end = ol.before, ol.through
             self._advance(c, op)
             self._home_inputs(ol, new)

@@ -78,6 +78,9 @@ class Plan:
         #: in-place write's output ``x7$`` is what the name ``x7`` stands for after it.
         self.op_names = [[(names[t].rstrip("$"), t) for t in range(first, first + n)]
                          for first, n in zip(self.first_output, self.n_outputs)]
+        #: Per schedule command, the names it gives a new meaning: a
+        #: ``COMPUTE``'s outputs' (``op_names``), none for the others.
+        self.renames = [self.op_names[a] if k == COMPUTE else () for k, a in zip(kinds, args)]
         self._records: dict[int, dict] = {}
         self._views: dict[int, bool] = {}
         self._op_lines: dict[tuple[int, str, str], OpLines | None] = {}
