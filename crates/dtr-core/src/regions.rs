@@ -629,7 +629,7 @@ mod tests {
         let n = 64u32;
         let compute: Vec<u64> = (0..n as u64).map(|i| 3 + i * 7).collect();
         let mut rng = SplitMix64::new(17);
-        let mut pick = |k: u64, rng: &mut SplitMix64| -> Vec<u32> {
+        let pick = |k: u64, rng: &mut SplitMix64| -> Vec<u32> {
             // (Storage n - 1 is kept out: the hash sets are built with it below.)
             let mut v: Vec<u32> = (0..k).map(|_| rng.below(n as u64 - 1) as u32).collect();
             v.sort_unstable();
