@@ -439,7 +439,7 @@ class DTRMode(Recorder):
             c, end = ol.before, ol.through
             self._advance(c, op)
             self._home_inputs(ol, new)
-            # (What each name stands for now: an earlier element's write renamed nothing of this one's.)
+            # (Read after this element's naming lines: each name stands for what earlier elements made.)
             ids = {t._cdata: self.names[name] for t, name in zip(seg, names)}
             old = plan.storage[ids[target._cdata]]
             e_args, e_kwargs = _element(func, args, kwargs, k, len(written)) if per_element else (args, kwargs)
