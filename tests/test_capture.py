@@ -199,6 +199,27 @@ def test_costs_follow_the_stated_roofline():
     assert costs.roofline(torch.ops.aten.t.default, (a,), {}, a.t()) == costs.LAUNCH_NS
 
 
+def test_the_recorders_view_hint_gives_the_cost_models_own_cost():
+    """The recorder tells the cost model whether a call is a view (it asks
+    for each storage once per call); every call costs what the model finds
+    by itself, views among them."""
+    from dtrlab.capture import models
+    from dtrlab.capture.recorder import Recorder
+
+    hinted = []
+
+    def cost(func, args, kwargs, out, ins, outs, view=None):
+        got = costs.roofline(func, args, kwargs, out, ins, outs, view=view)
+        assert got == costs.roofline(func, args, kwargs, out, ins, outs), func
+        hinted.append(view)
+        return got
+
+    w = models.lstm_lm(batch=2, tokens=4)
+    capture.run_step(Recorder(cost=cost), w.model, w.inputs, w.loss, w.optimizer, True)
+    assert True in hinted and False in hinted  # views and the rest
+    assert None in hinted  # the in-place writes (the optimizer's), which the model tests itself
+
+
 SMALL = {"resnet50": dict(batch=1), "vit_b_16": dict(batch=1), "gpt2_small": dict(batch=1, tokens=8),
          "unet": dict(batch=1, size=32), "lstm_lm": dict(batch=2, tokens=6)}
 
