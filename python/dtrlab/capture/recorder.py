@@ -152,8 +152,9 @@ class Recorder(TorchDispatchMode):
     """A dispatch mode that writes every operator it sees as trace lines."""
 
     def __init__(self, cost: Callable[..., int], measure: bool = False) -> None:
-        # ``cost(func, args, kwargs, out, inputs, outputs)``: an operator
-        # call's TIME (``costs.roofline``), given its tensors too.
+        # ``cost(func, args, kwargs, out, inputs, outputs, view=None)``: an
+        # operator call's TIME (``costs.roofline``), given its tensors too
+        # and whether it is a view (None: not known).
         super().__init__()
         self.cost = cost
         self.measure = measure
@@ -243,8 +244,7 @@ class Recorder(TorchDispatchMode):
         if not outputs and not written:
             return
         if written:
-            cost = max(int(elapsed), 1) if self.measure else self.cost(func, args, kwargs, out, inputs, outputs)
-            self._mutate(op_name(func), written, cost)
+            self._mutate(op_name(func), written, self._cost(func, args, kwargs, out, inputs, outputs, elapsed))
             return
         in_keys = {t._cdata for t in inputs}
         fresh = [o for o in outputs if o._cdata not in in_keys]  # an input returned as is is no new tensor
@@ -257,12 +257,16 @@ class Recorder(TorchDispatchMode):
             by_storage.setdefault(t.untyped_storage()._cdata, t)
         stored = [o.untyped_storage() for o in fresh]
         aliased = [by_storage[d._cdata] for d in stored if d._cdata in by_storage]
-        if self.measure:
-            cost = max(int(elapsed), 1)
-        else:
-            view = len(aliased) == len(stored) and not written_names(func)
-            cost = self.cost(func, args, kwargs, out, inputs, outputs, view=view)
+        view = len(aliased) == len(stored) and not written_names(func)
+        cost = self._cost(func, args, kwargs, out, inputs, outputs, elapsed, view)
         self._call(op_name(func), inputs, fresh, stored, by_storage, aliased, cost)
+
+    def _cost(self, func, args, kwargs, out, inputs, outputs, elapsed: int, view: bool | None = None) -> int:
+        """A call's TIME: measured, or the cost model's (told whether the
+        call is a view where the recorder knows)."""
+        if self.measure:
+            return max(int(elapsed), 1)
+        return self.cost(func, args, kwargs, out, inputs, outputs, view=view)
 
     def _call(self, op: str, inputs: list[torch.Tensor], fresh: list[torch.Tensor],
               stored: list[torch.UntypedStorage], by_storage: dict[int, torch.Tensor],
