@@ -111,8 +111,8 @@ class DTRMode(Recorder):
                        operator, budget, r)
 
     def _set_trigger(self) -> None:
-        """Tell the engine what the measurement shows beyond its own bytes
-        (triggers other than "model")."""
+        if self.trigger == "model":
+            return
         if self.trigger == "ledger":
             measured = self.homes.bytes
         else:  # the allocator's bytes since the step began, and the constants it had before
@@ -242,7 +242,8 @@ class DTRMode(Recorder):
             if s == u:
                 st.adopt(s, storage)
 
-    def _resolve_inputs(self, inputs: list[torch.Tensor], ids: dict[int, int], operator: str) -> dict[int, torch.Tensor]:
+    def _resolve_inputs(self, inputs: list[torch.Tensor], ids: dict[int, int],
+                        operator: str) -> dict[int, torch.Tensor]:
         """Check every input (``ids``: the engine's tensor id its name stood
         for, by ``_cdata``): resident, and its bytes the version's. Returns
         the inputs to read from their versions' homes instead (by
@@ -355,8 +356,7 @@ class DTRMode(Recorder):
         if n > start:
             self.plan.check(self.lines, start, n)
             self.verified = n
-        if self.homes.bytes != self.session.memory:
-            self._ledger_check()
+        self._ledger_check()
         if self.poll_allocator:
             self.allocator.poll()
         return out
@@ -375,7 +375,7 @@ class DTRMode(Recorder):
         if ol is not None:
             view = plan.is_view(ol)
             if view:  # the recorder names a view's base alone
-                named = self._view_base(inputs, plan.arg_names(ol), op)
+                named = self._view_base(inputs, ol.args, op)
             (names, new), = self._predict([named])
             if ol.named != len(new) or not ol.args <= set(names):
                 ol = None
@@ -386,8 +386,7 @@ class DTRMode(Recorder):
                 if t.untyped_storage().nbytes() == 0 and t.numel() > 0:
                     raise OutsideRuntime(f"{op} reads an evicted tensor without making one: outside the trace")
             return self._timed(func, args, kwargs)
-        if self.trigger != "model":
-            self._set_trigger()
+        self._set_trigger()
         # The lines naming its inputs and the operator itself in one go: what
         # the engine does meanwhile never touches the constants they name
         # (pinned at once), and the inputs' names stay as they were.
@@ -404,7 +403,7 @@ class DTRMode(Recorder):
             args, kwargs = _substituted(args, kwargs, instead)
         return self._timed(func, args, kwargs)
 
-    def _view_base(self, inputs: list[torch.Tensor], arg_names: list[str], op: str) -> list[torch.Tensor]:
+    def _view_base(self, inputs: list[torch.Tensor], arg_names: frozenset[str], op: str) -> list[torch.Tensor]:
         distinct = list({t._cdata: t for t in inputs}.values())
         if len(distinct) == 1:
             return distinct
@@ -434,8 +433,7 @@ class DTRMode(Recorder):
             if ol is None or ol.named != len(new) or not ol.args <= set(names):
                 raise PlanMismatch(f"line {line + 1}: the step writes in place with {op}, its plan says "
                                    f"{plan.lines[line] if line < plan.n_lines else 'nothing more'}")
-            if self.trigger != "model":
-                self._set_trigger()
+            self._set_trigger()
             c, end = ol.before, ol.through
             self._advance(c, op)
             self._home_inputs(ol, new)

@@ -136,9 +136,6 @@ class Plan:
         end = j + 1 + (2 * len(r["RESULT"]) if instruction == "CALL" else 0)
         return OpLines(i, j, end, named, frozenset(r["ARGS"]), self.commands_before(j), self.commands_through(j))
 
-    def arg_names(self, ol: OpLines) -> list[str]:
-        return self.record(ol.op)["ARGS"]
-
     def is_view(self, ol: OpLines) -> bool:
         """Whether the call's outputs alias its input (an ``ALIAS 0`` line)."""
         v = self._views.get(ol.op)

@@ -67,11 +67,8 @@ class Recipe:
             positions, training = hidden
             if len(args) > training and args[training]:
                 args = tuple(None if i in positions else a for i, a in enumerate(args))
-        if target is None:
-            call = flat.replace((args, kwargs), lambda t: Ref(ids[t._cdata]))
-            return cls(func, call, rng)
-        call = flat.replace((args, kwargs), lambda t: Written(ids[t._cdata]) if t is target else Ref(ids[t._cdata]))
-        return cls(func, call, rng, ids[target._cdata])
+        call = flat.replace((args, kwargs), lambda t: (Written if t is target else Ref)(ids[t._cdata]))
+        return cls(func, call, rng, ids[target._cdata] if target is not None else None)
 
     def run(self, view: Callable[[int], torch.Tensor], target: torch.Tensor | None = None):
         """Call the operator again on ``view(tensor id)`` of each input

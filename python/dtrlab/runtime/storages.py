@@ -137,7 +137,7 @@ class Storages:
         the live home of engine storage ``s``."""
         if self.home[s] is not None:
             raise RuntimeError(f"storage {s} has a home already")
-        key = storage._cdata  # (storage_key, inline: every output comes here)
+        key = storage_key(storage)
         if key in self.current:
             raise RuntimeError(f"storage {s} arrives in the storage of {self.current[key]}")
         self.home[s] = storage
@@ -145,8 +145,7 @@ class Storages:
         self.resident[s] = True
         self.current[key] = s
         # (A new storage may reuse a freed one's address: its writes are not this one's.)
-        if self.writes:
-            self.writes.pop(key, None)
+        self.writes.pop(key, None)
         self._count(s, storage.nbytes())
 
     def is_current(self, s: int, storage: torch.UntypedStorage) -> bool:

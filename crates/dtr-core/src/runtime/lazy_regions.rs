@@ -177,7 +177,9 @@ impl Replay<'_> {
     fn take_parent_region(&mut self, x: u32, fresh: &[u32]) -> bool {
         let trace = self.trace;
         let created = self.created;
-        let links = |s: u32, dir: Direction| dir.links(trace).get(s).iter().take_while(move |&&(a, _)| a < created).map(|&(_, n)| n);
+        let links = |s: u32, dir: Direction| {
+            dir.links(trace).get(s).iter().take_while(move |&&(a, _)| a < created).map(|&(_, n)| n)
+        };
         for p in links(x, Direction::Reverse) {
             let pi = p as usize;
             let usable = self.material[pi]
