@@ -70,6 +70,12 @@ pub struct Region {
     /// absorbs, so that a region absorbing one storage at a time stops
     /// rescanning itself (see `absorb`).
     members: Option<Box<Members>>,
+    /// Set on the region of a storage as it is evicted, where regions are
+    /// walks of the graph as it is then (outside a stretch, see
+    /// `Replay::ensure_exact`): the storage's evicted neighbours this way,
+    /// whose reach through evicted storages is the interior. A region that
+    /// holds them all holds the whole interior (see `covers`).
+    pub roots: Option<Box<[u32]>>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -253,6 +259,28 @@ impl Region {
         self.frontier.clear();
         self.compute = 0;
         self.members = None;
+        self.roots = None;
+    }
+
+    /// Whether this region's interior holds all of `s_region`'s, read from
+    /// its roots alone (false where it has none): `contains` tells whether
+    /// a storage is in this interior.
+    ///
+    /// Why the roots suffice. Both regions are walks of the same graph (an
+    /// absorb owed to this region is applied to it as it was at the
+    /// eviction, which was a walk then: stale regions are owed none, and
+    /// roots are set only outside a stretch). A walk's interior is closed:
+    /// with an evicted storage it holds every evicted storage reachable
+    /// from it through evicted ones. `s_region`'s interior is exactly what
+    /// its roots reach so (the evicted storage itself was resident: the
+    /// walks stop there, and the graph is acyclic), so if this interior
+    /// holds the roots it holds all of it. A backward pass over a long
+    /// released stretch absorbs such regions at every eviction (two
+    /// recurrent chains: the hidden state's region inside the cell's), and
+    /// reading them all made the replay quadratic in the depth.
+    #[inline]
+    fn covers(s_region: &Region, contains: impl Fn(u32) -> bool) -> bool {
+        s_region.roots.as_ref().is_some_and(|r| r.iter().all(|&x| contains(x)))
     }
 
     /// Let go of a large interior and frontier, and of their memory: a
@@ -318,6 +346,7 @@ impl Region {
         self.interior.remove(at);
         self.compute = self.compute.checked_sub(front_compute).expect("a region's compute counts its interior");
         self.members = None;
+        self.roots = None;
         self
     }
 
@@ -339,6 +368,7 @@ impl Region {
         let mut frontier = std::mem::take(&mut self.frontier);
         merge_frontier(&mut frontier, s, &s_region.frontier, marks);
         *self = s_region; // keeps its `sums_at` and its hash sets
+        self.roots = None; // a resident storage's region now
         self.interior.push_back(s);
         // As `absorb` sums: this region's, `s` itself, then `s_region`'s interior.
         self.compute = own
@@ -366,19 +396,39 @@ impl Region {
     /// hundred storages that absorbed once or twice more: marks there save
     /// 2 % of the replay's instructions.)
     pub fn absorb(&mut self, s: u32, s_region: &Region, compute: &[u64], marks: &mut Marks) {
-        let own = self.interior.len() + self.frontier.len();
-        let theirs = s_region.interior.len() + s_region.frontier.len();
-        if self.members.is_none() && own <= 8 * theirs + 64 {
+        if self.members.is_none() && self.len() <= 8 * s_region.absorb_cost() + 64 {
             self.absorb_with_marks(s, s_region, compute, marks);
         } else {
             self.absorb_with_sets(s, s_region, compute);
         }
     }
 
+    /// Storages listed (interior and frontier).
+    fn len(&self) -> usize {
+        self.interior.len() + self.frontier.len()
+    }
+
+    /// What absorbing this region reads at most, given hash sets of the
+    /// receiving one: its roots instead of its interior where it has them
+    /// (it is then often held already, see `covers`).
+    fn absorb_cost(&self) -> usize {
+        self.frontier.len() + self.roots.as_ref().map_or(self.interior.len(), |r| r.len())
+    }
+
     /// `absorb` of each `(s, s_region)` in turn, with one pass over this
-    /// region instead of one per absorb (or hash sets): the same interior in
-    /// the same order, the same compute, the same frontier as a set.
+    /// region instead of one per absorb (or hash sets, kept, where this
+    /// region is much the larger than what the absorbs read: a backward
+    /// pass over a long released stretch absorbs small regions, or ones it
+    /// holds already, into one as long as the stretch at every eviction):
+    /// the same interior in the same order, the same compute, the same
+    /// frontier as a set.
     pub fn absorb_all(&mut self, absorbed: &[(u32, Rc<Region>)], compute: &[u64], interior: &mut Marks, frontier: &mut Marks) {
+        if self.len() > 8 * absorbed.iter().map(|(_, r)| r.absorb_cost()).sum::<usize>() + 64 {
+            for (s, s_region) in absorbed {
+                self.absorb_with_sets(*s, s_region, compute);
+            }
+            return;
+        }
         self.members = None;
         interior.reset();
         for &x in &self.interior {
@@ -398,10 +448,12 @@ impl Region {
             }
             // The absorbed storage itself always counts, as in the reference.
             self.compute += compute[s as usize];
-            for &x in &s_region.interior {
-                if x != s && interior.insert(x) {
-                    self.interior.push_back(x);
-                    self.compute += compute[x as usize];
+            if !Self::covers(s_region, |x| interior.contains(x)) {
+                for &x in &s_region.interior {
+                    if x != s && interior.insert(x) {
+                        self.interior.push_back(x);
+                        self.compute += compute[x as usize];
+                    }
                 }
             }
             if interior.insert(s) {
@@ -432,10 +484,12 @@ impl Region {
         for &x in &self.interior {
             marks.insert(x);
         }
-        for &x in &s_region.interior {
-            if x != s && marks.insert(x) {
-                self.interior.push_back(x);
-                self.compute += compute[x as usize];
+        if !Self::covers(s_region, |x| marks.contains(x)) {
+            for &x in &s_region.interior {
+                if x != s && marks.insert(x) {
+                    self.interior.push_back(x);
+                    self.compute += compute[x as usize];
+                }
             }
         }
         if !marks.contains(s) {
@@ -463,10 +517,12 @@ impl Region {
         }
         // The absorbed storage itself always counts, as in the reference.
         self.compute += compute[s as usize];
-        for &x in &s_region.interior {
-            if x != s && members.interior.insert(x) {
-                self.interior.push_back(x);
-                self.compute += compute[x as usize];
+        if !Self::covers(s_region, |x| members.interior.contains(&x)) {
+            for &x in &s_region.interior {
+                if x != s && members.interior.insert(x) {
+                    self.interior.push_back(x);
+                    self.compute += compute[x as usize];
+                }
             }
         }
         if members.interior.insert(s) {
@@ -573,6 +629,75 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// An absorb that reads the absorbed region's roots instead of its
+    /// interior (`covers`), in each of the three ways, gives what a walk
+    /// after the eviction finds: on random graphs, every resident base and
+    /// every storage of its frontier evicted in turn.
+    #[test]
+    fn absorbing_by_roots_is_the_walk_after_the_eviction() {
+        use crate::rng::SplitMix64;
+        let mut rng = SplitMix64::new(23);
+        let (mut covered, mut absorbs) = (0, 0);
+        for _ in 0..60 {
+            let n = 2 + rng.below(40) as usize;
+            let mut log = String::from("{\"INSTRUCTION\":\"CONSTANT\",\"NAME\":\"x0\"}\n{\"INSTRUCTION\":\"MEMORY\",\"NAME\":\"x0\",\"MEMORY\":\"8\"}\n");
+            for i in 1..n {
+                // Each operator reads one to three earlier tensors, mostly recent ones (long chains).
+                let args: Vec<String> = (0..1 + rng.below(3)).map(|_| format!("\"x{}\"", i - 1 - rng.below(i.min(4) as u64) as usize)).collect();
+                log += &format!(
+                    "{{\"INSTRUCTION\":\"CALL\",\"NAME\":\"f\",\"ARGS\":[{}],\"RESULT\":[\"x{i}\"],\"TIME\":1}}\n\
+                     {{\"INSTRUCTION\":\"MEMORY\",\"NAME\":\"x{i}\",\"MEMORY\":\"8\"}}\n\
+                     {{\"INSTRUCTION\":\"ALIAS\",\"NAME\":\"x{i}\",\"ALIAS\":\"-1\"}}\n",
+                    args.join(",")
+                );
+            }
+            let trace = crate::parse_trace_bytes("dag.log", log.as_bytes(), false).unwrap();
+            let storages = trace.tensors.len();
+            let compute: Vec<u64> = (0..storages as u64).map(|_| 1 + rng.below(1000)).collect();
+            let none = vec![false; storages];
+            let sorted = |r: &Region| {
+                let (mut i, mut f): (Vec<u32>, Vec<u32>) = (r.interior.iter().copied().collect(), r.frontier.clone());
+                i.sort_unstable();
+                f.sort_unstable();
+                (i, f, r.compute)
+            };
+            for _ in 0..10 {
+                let material: Vec<bool> = (0..storages).map(|_| rng.below(3) != 0).collect();
+                let g = GraphView { trace: &trace, created: storages as TensorId, material: &material, compute: &compute, for_good: &none };
+                let (mut marks, mut marks2, mut walk) = (Marks::new(storages), Marks::new(storages), Walk::default());
+                for base in (0..storages as u32).filter(|&b| material[b as usize]) {
+                    let mut own = Region::default();
+                    own.rebuild(base, Direction::Forward, &g, &mut marks, &mut walk);
+                    for s in own.frontier.clone() {
+                        let mut s_region = Region::default();
+                        s_region.rebuild(s, Direction::Forward, &g, &mut marks, &mut walk);
+                        let mut after = material.clone();
+                        after[s as usize] = false;
+                        let mut roots = Vec::new();
+                        g.for_each_neighbour(s, Direction::Forward, |c| {
+                            if c != s && !after[c as usize] {
+                                roots.push(c);
+                            }
+                        });
+                        s_region.roots = Some(roots.into_boxed_slice());
+                        let mut walked = Region::default();
+                        walked.rebuild(base, Direction::Forward, &GraphView { material: &after, ..g }, &mut marks, &mut walk);
+                        absorbs += 1;
+                        covered += usize::from(Region::covers(&s_region, |x| own.interior.contains(&x)));
+                        let (mut marked, mut hashed, mut all) = (own.clone(), own.clone(), own.clone());
+                        marked.absorb_with_marks(s, &s_region, &compute, &mut marks);
+                        hashed.absorb_with_sets(s, &s_region, &compute);
+                        all.absorb_all(&[(s, Rc::new(s_region))], &compute, &mut marks, &mut marks2);
+                        for r in [&marked, &hashed, &all] {
+                            assert_eq!(sorted(r), sorted(&walked), "base {base}, evicted {s}");
+                        }
+                    }
+                }
+            }
+        }
+        assert!(covered > absorbs / 10 && covered < absorbs, "{covered} of {absorbs} absorbs covered by their roots");
     }
 
     /// Absorbing with marks and with hash sets gives the same region, in

@@ -795,8 +795,20 @@ impl<'a> Replay<'a> {
             ev.push(kind, self.counters.model_ops, depth, s, s, size, pinned, self.clock);
         }
         if self.regions_on {
-            let own_fwd = Rc::new(std::mem::take(&mut self.regions.fwd[s as usize]));
-            let own_rev = Rc::new(std::mem::take(&mut self.regions.rev[s as usize]));
+            let mut own_fwd = std::mem::take(&mut self.regions.fwd[s as usize]);
+            let mut own_rev = std::mem::take(&mut self.regions.rev[s as usize]);
+            // Outside a stretch every region owed an absorb is a walk of the
+            // graph as it is now: the roots let it skip what it holds already
+            // (an empty interior needs none: nothing to read).
+            if self.regions.eager == Eager::None && !self.cfg.eager_regions {
+                if !own_rev.frontier.is_empty() && !own_fwd.interior.is_empty() {
+                    own_fwd.roots = Some(self.evicted_neighbours_one_way(s, Direction::Forward));
+                }
+                if !own_fwd.frontier.is_empty() && !own_rev.interior.is_empty() {
+                    own_rev.roots = Some(self.evicted_neighbours_one_way(s, Direction::Reverse));
+                }
+            }
+            let (own_fwd, own_rev) = (Rc::new(own_fwd), Rc::new(own_rev));
             for &p in &own_rev.frontier {
                 if self.owes_absorbs(p, Direction::Forward) {
                     self.touch(p);
@@ -825,6 +837,18 @@ impl<'a> Replay<'a> {
             }
             self.scratch = neighbours;
         }
+    }
+
+    /// The evicted storages adjacent to `s` in `dir` (a storage may repeat).
+    fn evicted_neighbours_one_way(&self, s: u32, dir: Direction) -> Box<[u32]> {
+        let g = GraphView { trace: self.trace, created: self.created, material: &self.material, compute: &self.compute, for_good: &self.for_good };
+        let mut out = Vec::new();
+        g.for_each_neighbour(s, dir, |n| {
+            if n != s && !self.material[n as usize] {
+                out.push(n);
+            }
+        });
+        out.into_boxed_slice()
     }
 
     /// Distinct evicted storages adjacent to `s` (parents' and children's).
