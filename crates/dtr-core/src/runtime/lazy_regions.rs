@@ -169,11 +169,13 @@ impl Replay<'_> {
     /// of the chain.
     ///
     /// The parent's other neighbours were resident before this operator ran
-    /// (`fresh` are the storages it made resident), so every evicted storage
-    /// of the parent's region lay beyond `x`, and the region less `x` is
-    /// exactly what a walk from `x` finds (the graph is acyclic). Its
-    /// frontier may also hold those other neighbours: each stays only if
-    /// some storage of the region links to it.
+    /// (`fresh` are the storages it made resident) or are evicted neighbours
+    /// of `x` too (a chain whose steps read the two before them), so every
+    /// evicted storage of the parent's region lay beyond `x`, and the region
+    /// less `x` is exactly what a walk from `x` finds (the graph is
+    /// acyclic). Its frontier may also hold the parent's resident
+    /// neighbours: each stays only if some storage of the region links to
+    /// it.
     fn take_parent_region(&mut self, x: u32, fresh: &[u32]) -> bool {
         let trace = self.trace;
         let created = self.created;
@@ -187,7 +189,10 @@ impl Replay<'_> {
                 && !self.regions.lazy[pi][0].stale
                 && self.regions.owed_fwd[pi].is_empty()
                 && self.regions.fwd[pi].created == created
-                && links(p, Direction::Forward).all(|n| n == x || (self.material[n as usize] && !fresh.contains(&n)));
+                && links(p, Direction::Forward).all(|n| {
+                    let resident = self.material[n as usize];
+                    n == x || (resident && !fresh.contains(&n)) || (!resident && links(x, Direction::Forward).any(|c| c == n))
+                });
             if usable {
                 // First after a rebuild; anywhere after absorbs.
                 let Some(at) = self.regions.fwd[pi].interior.iter().position(|&v| v == x) else {
@@ -195,7 +200,8 @@ impl Replay<'_> {
                 };
                 let mut region = std::mem::take(&mut self.regions.fwd[pi]);
                 let lost = region.compute;
-                if !links(p, Direction::Forward).all(|n| n == x) {
+                // (Only a resident one can be on the frontier for no other reason.)
+                if links(p, Direction::Forward).any(|n| n != x && self.material[n as usize]) {
                     let marks = &mut self.marks;
                     marks.reset();
                     for &v in &region.interior {
