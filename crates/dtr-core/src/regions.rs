@@ -50,6 +50,10 @@ fn merge_frontier(frontier: &mut Vec<u32>, s: u32, theirs: &[u32], marks: &mut M
 /// its buffers go (`Region::forget`).
 const FORGET_FROM: usize = 1024;
 
+/// Passes of marks over a region, each finding the absorbed interiors held
+/// already, after which hash sets of it may be built (see `Region::absorb`).
+const SETS_AFTER: u32 = 4;
+
 /// Set elements are unique; their order carries no meaning.
 #[derive(Debug, Clone, Default)]
 pub struct Region {
@@ -76,6 +80,9 @@ pub struct Region {
     /// whose reach through evicted storages is the interior. A region that
     /// holds them all holds the whole interior (see `covers`).
     pub roots: Option<Box<[u32]>>,
+    /// Passes of marks over this region by absorbs in a row that found
+    /// every absorbed interior held already (see `absorb`).
+    passes: u32,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -260,11 +267,12 @@ impl Region {
         self.compute = 0;
         self.members = None;
         self.roots = None;
+        self.passes = 0;
     }
 
     /// Whether this region's interior holds all of `s_region`'s, read from
-    /// its roots alone (false where it has none): `contains` tells whether
-    /// a storage is in this interior.
+    /// its roots alone (false where it has none, unless its interior is
+    /// empty): `contains` tells whether a storage is in this interior.
     ///
     /// Why the roots suffice. Both regions are walks of the same graph (an
     /// absorb owed to this region is applied to it as it was at the
@@ -280,7 +288,7 @@ impl Region {
     /// reading them all made the replay quadratic in the depth.
     #[inline]
     fn covers(s_region: &Region, contains: impl Fn(u32) -> bool) -> bool {
-        s_region.roots.as_ref().is_some_and(|r| r.iter().all(|&x| contains(x)))
+        s_region.interior.is_empty() || s_region.roots.as_ref().is_some_and(|r| r.iter().all(|&x| contains(x)))
     }
 
     /// Let go of a large interior and frontier, and of their memory: a
@@ -395,9 +403,18 @@ impl Region {
     /// (Inception-v4 at 0.20 of its peak built sets for regions of a few
     /// hundred storages that absorbed once or twice more: marks there save
     /// 2 % of the replay's instructions.)
+    ///
+    /// Reading `s_region`'s roots instead of its interior (`covers`) makes
+    /// the sets pay against a smaller region, but only for a region whose
+    /// absorbs keep finding what they add held already: from `SETS_AFTER`
+    /// such passes of marks in a row (Unrolled GAN at 0.35 of its peak
+    /// rebuilt most regions soon after, or absorbed regions they did not
+    /// hold, and hashing them cost it a third more time).
     pub fn absorb(&mut self, s: u32, s_region: &Region, compute: &[u64], marks: &mut Marks) {
-        if self.members.is_none() && self.len() <= 8 * s_region.absorb_cost() + 64 {
-            self.absorb_with_marks(s, s_region, compute, marks);
+        let theirs = if self.passes >= SETS_AFTER { s_region.absorb_cost() } else { s_region.len() };
+        if self.members.is_none() && self.len() <= 8 * theirs + 64 {
+            let covered = self.absorb_with_marks(s, s_region, compute, marks);
+            self.passes = if covered { self.passes.saturating_add(1) } else { 0 };
         } else {
             self.absorb_with_sets(s, s_region, compute);
         }
@@ -423,13 +440,14 @@ impl Region {
     /// the same interior in the same order, the same compute, the same
     /// frontier as a set.
     pub fn absorb_all(&mut self, absorbed: &[(u32, Rc<Region>)], compute: &[u64], interior: &mut Marks, frontier: &mut Marks) {
-        if self.len() > 8 * absorbed.iter().map(|(_, r)| r.absorb_cost()).sum::<usize>() + 64 {
+        if self.passes >= SETS_AFTER && self.len() > 8 * absorbed.iter().map(|(_, r)| r.absorb_cost()).sum::<usize>() + 64 {
             for (s, s_region) in absorbed {
                 self.absorb_with_sets(*s, s_region, compute);
             }
             return;
         }
         self.members = None;
+        let mut covered = true;
         interior.reset();
         for &x in &self.interior {
             interior.insert(x);
@@ -449,6 +467,7 @@ impl Region {
             // The absorbed storage itself always counts, as in the reference.
             self.compute += compute[s as usize];
             if !Self::covers(s_region, |x| interior.contains(x)) {
+                covered = false;
                 for &x in &s_region.interior {
                     if x != s && interior.insert(x) {
                         self.interior.push_back(x);
@@ -462,6 +481,7 @@ impl Region {
         }
         // Keep each member once: removing it from the set as it is kept.
         self.frontier.retain(|&x| frontier.remove(x));
+        self.passes = if covered { self.passes.saturating_add(1) } else { 0 };
     }
 
     /// Add resident `x`, a storage new to the graph that the base now links
@@ -476,7 +496,8 @@ impl Region {
         self.frontier.push(x);
     }
 
-    fn absorb_with_marks(&mut self, s: u32, s_region: &Region, compute: &[u64], marks: &mut Marks) {
+    /// (True if `s_region` was covered: see `covers`.)
+    fn absorb_with_marks(&mut self, s: u32, s_region: &Region, compute: &[u64], marks: &mut Marks) -> bool {
         merge_frontier(&mut self.frontier, s, &s_region.frontier, marks);
         // The absorbed storage itself always counts, as in the reference.
         self.compute += compute[s as usize];
@@ -484,7 +505,8 @@ impl Region {
         for &x in &self.interior {
             marks.insert(x);
         }
-        if !Self::covers(s_region, |x| marks.contains(x)) {
+        let covered = Self::covers(s_region, |x| marks.contains(x));
+        if !covered {
             for &x in &s_region.interior {
                 if x != s && marks.insert(x) {
                     self.interior.push_back(x);
@@ -495,6 +517,7 @@ impl Region {
         if !marks.contains(s) {
             self.interior.push_back(s);
         }
+        covered
     }
 
     fn absorb_with_sets(&mut self, s: u32, s_region: &Region, compute: &[u64]) {
