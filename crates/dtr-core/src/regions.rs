@@ -46,6 +46,27 @@ fn merge_frontier(frontier: &mut Vec<u32>, s: u32, theirs: &[u32], marks: &mut M
     }
 }
 
+/// The interior half of an absorb of evicted `s`: `s` itself always counts
+/// in `sum` (as in the reference), then each storage of `s_region`'s
+/// interior not `held` yet joins `interior` and `sum`, unless its roots
+/// show it held whole (`Region::covers`; true then), then `s` joins.
+fn add_interior(interior: &mut VecDeque<u32>, sum: &mut u64, s: u32, s_region: &Region, compute: &[u64], held: &mut impl Held) -> bool {
+    *sum += compute[s as usize];
+    let covered = Region::covers(s_region, held);
+    if !covered {
+        for &x in &s_region.interior {
+            if x != s && held.hold(x) {
+                interior.push_back(x);
+                *sum += compute[x as usize];
+            }
+        }
+    }
+    if held.hold(s) {
+        interior.push_back(s);
+    }
+    covered
+}
+
 /// The storages (interior and frontier) from which a stale region lets
 /// its buffers go (`Region::forget`).
 const FORGET_FROM: usize = 1024;
@@ -89,6 +110,31 @@ pub struct Region {
 struct Members {
     interior: FxHashSet<u32>,
     frontier: FxHashSet<u32>,
+}
+
+/// A set of storages an absorb adds to: generation marks or a hash set.
+trait Held {
+    fn holds(&self, x: u32) -> bool;
+    /// Insert `x`; true if it was not held yet.
+    fn hold(&mut self, x: u32) -> bool;
+}
+
+impl Held for Marks {
+    fn holds(&self, x: u32) -> bool {
+        self.contains(x)
+    }
+    fn hold(&mut self, x: u32) -> bool {
+        self.insert(x)
+    }
+}
+
+impl Held for FxHashSet<u32> {
+    fn holds(&self, x: u32) -> bool {
+        self.contains(&x)
+    }
+    fn hold(&mut self, x: u32) -> bool {
+        self.insert(x)
+    }
 }
 
 /// Per-storage generation stamps: `mark(x)` is true once per generation.
@@ -272,7 +318,7 @@ impl Region {
 
     /// Whether this region's interior holds all of `s_region`'s, read from
     /// its roots alone (false where it has none, unless its interior is
-    /// empty): `contains` tells whether a storage is in this interior.
+    /// empty): `held` is this interior.
     ///
     /// Why the roots suffice. Both regions are walks of the same graph (an
     /// absorb owed to this region is applied to it as it was at the
@@ -287,8 +333,8 @@ impl Region {
     /// recurrent chains: the hidden state's region inside the cell's), and
     /// reading them all made the replay quadratic in the depth.
     #[inline]
-    fn covers(s_region: &Region, contains: impl Fn(u32) -> bool) -> bool {
-        s_region.interior.is_empty() || s_region.roots.as_ref().is_some_and(|r| r.iter().all(|&x| contains(x)))
+    fn covers(s_region: &Region, held: &impl Held) -> bool {
+        s_region.interior.is_empty() || s_region.roots.as_ref().is_some_and(|r| r.iter().all(|&x| held.holds(x)))
     }
 
     /// Let go of a large interior and frontier, and of their memory: a
@@ -464,20 +510,7 @@ impl Region {
                     self.frontier.push(x); // may repeat a removed entry: deduplicated below
                 }
             }
-            // The absorbed storage itself always counts, as in the reference.
-            self.compute += compute[s as usize];
-            if !Self::covers(s_region, |x| interior.contains(x)) {
-                covered = false;
-                for &x in &s_region.interior {
-                    if x != s && interior.insert(x) {
-                        self.interior.push_back(x);
-                        self.compute += compute[x as usize];
-                    }
-                }
-            }
-            if interior.insert(s) {
-                self.interior.push_back(s);
-            }
+            covered &= add_interior(&mut self.interior, &mut self.compute, s, s_region, compute, interior);
         }
         // Keep each member once: removing it from the set as it is kept.
         self.frontier.retain(|&x| frontier.remove(x));
@@ -499,25 +532,11 @@ impl Region {
     /// (True if `s_region` was covered: see `covers`.)
     fn absorb_with_marks(&mut self, s: u32, s_region: &Region, compute: &[u64], marks: &mut Marks) -> bool {
         merge_frontier(&mut self.frontier, s, &s_region.frontier, marks);
-        // The absorbed storage itself always counts, as in the reference.
-        self.compute += compute[s as usize];
         marks.reset();
         for &x in &self.interior {
             marks.insert(x);
         }
-        let covered = Self::covers(s_region, |x| marks.contains(x));
-        if !covered {
-            for &x in &s_region.interior {
-                if x != s && marks.insert(x) {
-                    self.interior.push_back(x);
-                    self.compute += compute[x as usize];
-                }
-            }
-        }
-        if !marks.contains(s) {
-            self.interior.push_back(s);
-        }
-        covered
+        add_interior(&mut self.interior, &mut self.compute, s, s_region, compute, marks)
     }
 
     fn absorb_with_sets(&mut self, s: u32, s_region: &Region, compute: &[u64]) {
@@ -538,19 +557,7 @@ impl Region {
                 self.frontier.push(x);
             }
         }
-        // The absorbed storage itself always counts, as in the reference.
-        self.compute += compute[s as usize];
-        if !Self::covers(s_region, |x| members.interior.contains(&x)) {
-            for &x in &s_region.interior {
-                if x != s && members.interior.insert(x) {
-                    self.interior.push_back(x);
-                    self.compute += compute[x as usize];
-                }
-            }
-        }
-        if members.interior.insert(s) {
-            self.interior.push_back(s);
-        }
+        add_interior(&mut self.interior, &mut self.compute, s, s_region, compute, &mut members.interior);
     }
 }
 
@@ -708,7 +715,7 @@ mod tests {
                         let mut walked = Region::default();
                         walked.rebuild(base, Direction::Forward, &GraphView { material: &after, ..g }, &mut marks, &mut walk);
                         absorbs += 1;
-                        covered += usize::from(Region::covers(&s_region, |x| own.interior.contains(&x)));
+                        covered += usize::from(Region::covers(&s_region, &own.interior.iter().copied().collect::<FxHashSet<u32>>()));
                         let (mut marked, mut hashed, mut all) = (own.clone(), own.clone(), own.clone());
                         marked.absorb_with_marks(s, &s_region, &compute, &mut marks);
                         hashed.absorb_with_sets(s, &s_region, &compute);
