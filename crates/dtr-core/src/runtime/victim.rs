@@ -80,8 +80,9 @@ pub const TREE_FROM: usize = 2048;
 /// A score bound and what it bounds, ordered by the bound (`total_cmp`),
 /// then by that: the order the heaps pop in. `Bound<u32>`: a candidate's
 /// index in pool order (`pick`'s exact scoring); `Bound<(bool, Place)>`: a
-/// place in the victim tree (stage 1), `true` for a candidate already
-/// bounded from its neighbours, to be made exact when reached again.
+/// place in the victim tree (stage 1), `false` for a candidate already
+/// bounded from its neighbours, to be made exact when reached again, and
+/// so popped before the places not read yet at the same bound.
 #[derive(Clone, Copy)]
 pub(super) struct Bound<T>(f64, T);
 
@@ -656,9 +657,9 @@ impl Replay<'_> {
     fn least_score(&mut self, cost: Cost, size: bool, stale: bool, root: Place) -> f64 {
         let mut heap = std::mem::take(&mut self.scan.tree.by_bound);
         heap.clear();
-        heap.push(Reverse(Bound(self.bound_at(root, size, stale), (false, root))));
+        heap.push(Reverse(Bound(self.bound_at(root, size, stale), (true, root))));
         let mut v = f64::INFINITY;
-        while let Some(Reverse(Bound(b, (refined, p)))) = heap.pop() {
+        while let Some(Reverse(Bound(b, (unread, p)))) = heap.pop() {
             // (Scores and bounds are never NaN: a 0/0 scores +inf.)
             if b >= v {
                 break;
@@ -668,18 +669,22 @@ impl Replay<'_> {
                 let (s, key) = (self.pool.slots()[i], self.scan.tree.keys[i]);
                 if key.known(stale, self.never_access) {
                     v = v.min(b);
-                } else if refined {
+                } else if !unread {
                     if let Some(x) = self.exact_score_within(cost, size, stale, s, v) {
                         v = v.min(x);
                     }
                 } else {
                     // Bounded from its neighbours first (cheap), and back in
                     // the heap at that bound; made exact only if reached again.
+                    // At a tie it comes before the unread places: an exact
+                    // score equal to the bound ends the search (a skip chain's
+                    // thousands of storages tied on a bound that an absorb of
+                    // one storage makes exact were each read before).
                     let c = self.candidate(cost, size, stale, s, 0);
                     if c.exact {
                         v = v.min(c.v);
                     } else if c.v < v {
-                        heap.push(Reverse(Bound(c.v, (true, p))));
+                        heap.push(Reverse(Bound(c.v, (false, p))));
                     }
                 }
                 continue;
@@ -692,7 +697,7 @@ impl Replay<'_> {
                 let child = Place { level: p.level - 1, index };
                 let cb = self.bound_at(child, size, stale);
                 if cb < v {
-                    heap.push(Reverse(Bound(cb, (false, child))));
+                    heap.push(Reverse(Bound(cb, (true, child))));
                 }
             }
         }
