@@ -456,9 +456,14 @@ impl Region {
     /// such passes of marks in a row (Unrolled GAN at 0.35 of its peak
     /// rebuilt most regions soon after, or absorbed regions they did not
     /// hold, and hashing them cost it a third more time).
+    ///
+    /// An absorbed region of empty interior reads nothing of this one's
+    /// interior (`absorb_storage`).
     pub fn absorb(&mut self, s: u32, s_region: &Region, compute: &[u64], marks: &mut Marks) {
         let theirs = if self.passes >= SETS_AFTER { s_region.absorb_cost() } else { s_region.len() };
-        if self.members.is_none() && self.len() <= 8 * theirs + 64 {
+        if self.members.is_none() && s_region.interior.is_empty() {
+            self.absorb_storage(s, s_region, compute, marks);
+        } else if self.members.is_none() && self.len() <= 8 * theirs + 64 {
             let covered = self.absorb_with_marks(s, s_region, compute, marks);
             self.passes = if covered { self.passes.saturating_add(1) } else { 0 };
         } else {
@@ -495,8 +500,13 @@ impl Region {
         self.members = None;
         let mut covered = true;
         interior.reset();
-        for &x in &self.interior {
-            interior.insert(x);
+        // Only the absorbed interiors read this one (see `absorb_storage`).
+        let reads = absorbed.iter().any(|(_, r)| !r.interior.is_empty());
+        if reads {
+            for &x in &self.interior {
+                debug_assert!(!absorbed.iter().any(|(s, _)| *s == x), "an absorbed storage {x} was held already");
+                interior.insert(x);
+            }
         }
         frontier.reset();
         for &x in &self.frontier {
@@ -514,7 +524,9 @@ impl Region {
         }
         // Keep each member once: removing it from the set as it is kept.
         self.frontier.retain(|&x| frontier.remove(x));
-        self.passes = if covered { self.passes.saturating_add(1) } else { 0 };
+        if reads {
+            self.passes = if covered { self.passes.saturating_add(1) } else { 0 };
+        }
     }
 
     /// Add resident `x`, a storage new to the graph that the base now links
@@ -527,6 +539,25 @@ impl Region {
         }
         debug_assert!(!self.frontier.contains(&x) && !self.interior.contains(&x));
         self.frontier.push(x);
+    }
+
+    /// `absorb` of `s` whose region's interior is empty, without reading
+    /// this region's interior: `s` itself is never held. It was on this
+    /// region's frontier, so resident, when this region was last exact (an
+    /// absorb is owed to the regions on the frontier of the evicted
+    /// storage's own, which reach it), and the absorbs owed since added
+    /// storages evicted while it was resident; a rematerialization in
+    /// between renews the regions whose frontier it was on, dropping what
+    /// they were owed. (A U-Net's encoder storages are absorbed one at a
+    /// time into their decoder counterparts' long regions: marking or
+    /// hashing each long region whole for them made its replay quadratic
+    /// in its depth.)
+    fn absorb_storage(&mut self, s: u32, s_region: &Region, compute: &[u64], marks: &mut Marks) {
+        debug_assert!(s_region.interior.is_empty() && self.members.is_none());
+        debug_assert!(!self.interior.contains(&s), "the absorbed storage {s} was held already");
+        merge_frontier(&mut self.frontier, s, &s_region.frontier, marks);
+        marks.reset();
+        add_interior(&mut self.interior, &mut self.compute, s, s_region, compute, marks);
     }
 
     /// (True if `s_region` was covered: see `covers`.)
@@ -758,11 +789,14 @@ mod tests {
                 let Some(&s) = marked.frontier.get(rng.below(marked.frontier.len().max(1) as u64) as usize) else { break };
                 let most = if rng.below(2) == 0 { 3 } else { 40 };
                 let k = rng.below(most);
-                let s_region = Region {
-                    interior: pick(k, &mut rng).into_iter().filter(|&x| x != s).collect(),
-                    frontier: pick(rng.below(6), &mut rng).into_iter().filter(|&x| x != s).collect(),
-                    ..Default::default()
-                };
+                // As in a replay: what is resident (the frontier, `s` until
+                // now) is in no interior, and what is evicted on no frontier.
+                let interior: VecDeque<u32> = pick(k, &mut rng).into_iter().filter(|x| !marked.frontier.contains(x)).collect();
+                let frontier = pick(rng.below(6), &mut rng)
+                    .into_iter()
+                    .filter(|x| *x != s && !interior.contains(x) && !marked.interior.contains(x))
+                    .collect();
+                let s_region = Region { interior, frontier, ..Default::default() };
                 marked.absorb_with_marks(s, &s_region, &compute, &mut marks);
                 hashed.absorb_with_sets(s, &s_region, &compute);
                 chosen.absorb(s, &s_region, &compute, &mut marks);
@@ -834,17 +868,21 @@ mod tests {
             v
         };
         for _ in 0..500 {
+            // As in a replay, the storages absorbed in turn were resident until
+            // evicted: in no interior before (this one's, or those of the ones
+            // evicted earlier).
+            let evicted = pick(5);
             let base = Region {
-                interior: pick(6).into_iter().collect(),
+                interior: pick(6).into_iter().filter(|x| !evicted.contains(x)).collect(),
                 frontier: pick(6),
                 compute: 3,
                 ..Default::default()
             };
-            let absorbed: Vec<(u32, Rc<Region>)> = pick(5)
-                .into_iter()
-                .map(|s| {
+            let absorbed: Vec<(u32, Rc<Region>)> = (0..evicted.len())
+                .map(|i| {
+                    let s = evicted[i];
                     let r = Region {
-                        interior: pick(6).into_iter().filter(|&x| x != s).collect(),
+                        interior: pick(6).into_iter().filter(|x| !evicted[i..].contains(x)).collect(),
                         frontier: pick(6).into_iter().filter(|&x| x != s).collect(),
                         ..Default::default()
                     };
