@@ -169,8 +169,9 @@ impl Replay<'_> {
     /// of the chain.
     ///
     /// The parent's other neighbours were resident before this operator ran
-    /// (`fresh` are the storages it made resident) or are evicted neighbours
-    /// of `x` too (a chain whose steps read the two before them), so every
+    /// (`fresh` are the storages it made resident) or are evicted and
+    /// reached from `x` through evicted storages (a chain whose steps read
+    /// the two before them, or the k-th before: `reached_from`), so every
     /// evicted storage of the parent's region lay beyond `x`, and the region
     /// less `x` is exactly what a walk from `x` finds (the graph is
     /// acyclic). Its frontier may also hold the parent's resident
@@ -189,10 +190,8 @@ impl Replay<'_> {
                 && !self.regions.lazy[pi][0].stale
                 && self.regions.owed_fwd[pi].is_empty()
                 && self.regions.fwd[pi].created == created
-                && links(p, Direction::Forward).all(|n| {
-                    let resident = self.material[n as usize];
-                    n == x || (resident && !fresh.contains(&n)) || (!resident && links(x, Direction::Forward).any(|c| c == n))
-                });
+                && links(p, Direction::Forward).all(|n| n == x || !self.material[n as usize] || !fresh.contains(&n))
+                && self.reaches_the_rest(x, p);
             if usable {
                 // First after a rebuild; anywhere after absorbs.
                 let Some(at) = self.regions.fwd[pi].interior.iter().position(|&v| v == x) else {
@@ -215,6 +214,42 @@ impl Replay<'_> {
                 self.renewing(x, Direction::Forward);
                 // Its region was `x` and x's: all of it left.
                 self.mark_stale(p, Direction::Forward, lost);
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Whether every evicted forward neighbour of `p` but `x` is reached
+    /// from `x` through evicted storages, found by a walk forward from `x`
+    /// that gives up after `REACH_LIMIT` storages (then false: unknown).
+    fn reaches_the_rest(&mut self, x: u32, p: u32) -> bool {
+        /// Enough for a chain whose steps read the 100th before them.
+        const REACH_LIMIT: usize = 256;
+        let (trace, created, material) = (self.trace, self.created, &self.material);
+        let links = |s: u32| trace.storage_fwd.get(s).iter().take_while(move |&&(a, _)| a < created).map(|&(_, n)| n);
+        let mut targets = links(p).filter(|&n| n != x && !material[n as usize]).peekable();
+        if targets.peek().is_none() {
+            return true;
+        }
+        let marks = &mut self.marks;
+        marks.reset();
+        let queue = &mut self.reach_queue;
+        queue.clear();
+        queue.push(x);
+        let mut next = 0;
+        while next < queue.len() && queue.len() <= REACH_LIMIT {
+            let s = queue[next];
+            next += 1;
+            for n in links(s) {
+                if !material[n as usize] && marks.insert(n) {
+                    queue.push(n);
+                }
+            }
+            while targets.peek().is_some_and(|&t| marks.contains(t)) {
+                targets.next();
+            }
+            if targets.peek().is_none() {
                 return true;
             }
         }

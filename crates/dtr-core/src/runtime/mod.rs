@@ -233,6 +233,8 @@ struct Replay<'a> {
     /// A second set, for walks that track two at once (`Region::absorb_all`).
     marks2: Marks,
     scratch: Vec<u32>,
+    /// The walk of `take_parent_region`'s reachability check.
+    reach_queue: Vec<u32>,
     events: Option<EventLog>,
     regions_on: bool,
     eq_on: bool,
@@ -327,6 +329,7 @@ impl<'a> Replay<'a> {
             marks: Marks::new(n),
             marks2: Marks::new(n),
             scratch: Vec::new(),
+            reach_queue: Vec::new(),
             events: match (cfg.events, cfg.explain) {
                 (false, _) => None,
                 (true, false) => Some(EventLog::default()),
