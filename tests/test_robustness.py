@@ -66,7 +66,7 @@ def test_a_shorter_chain_with_regions_equals_the_eager_run(tmp_path, heuristic):
     assert runs[0].evictions == 2 * 3_000 - 1
 
 
-@pytest.mark.parametrize("shape", ["backward", "two-chain", "skip"])
+@pytest.mark.parametrize("shape", ["backward", "two-chain", "skip", "ladder", "unet"])
 @pytest.mark.parametrize("heuristic", ["DTR", "MSPS", "AbE"])
 def test_training_shapes_with_regions_equal_the_eager_run(tmp_path, shape, heuristic):
     """A backward pass over released activations: regions renewed at once

@@ -13,9 +13,12 @@ Every output is 100 bytes and costs 1 unless stated; constants are 8 bytes.
   and hidden states (c_i from h_{i-1} and c_{i-1}, h_i from c_i and h_{i-1}).
 - ``skip``: x_i = f(x_{i-1}, x_{i-2}), each released once both its
   readers ran; then y = g(xn) needs the chain again.
+- ``ladder``: the same with x_i = f(x_{i-1}, x_{i-4}), a skip over three.
+- ``unet``: an encoder x1..xn (costs 1..5) whose every level a decoder
+  reads on the way back, d_i = u(d_{i-1}, x_{n-i}), releasing both.
 
 Released storages stay in the evicted neighbourhoods that the DTR scores
-sum, so in the last three the regions grow with the depth.
+sum, so in all but the first the regions grow with the depth.
 """
 
 from __future__ import annotations
@@ -83,21 +86,42 @@ def _two_chain(t: _Lines, n: int) -> None:
     t.release("h1", "c1", "g1")
 
 
-def _skip(t: _Lines, n: int) -> None:
+def _skip_over(t: _Lines, n: int, k: int) -> None:
+    """x_i = f(x_{i-1}, x_{i-k}) (x_{i-1} alone while i < k)."""
     t.constant("x0")
-    t.call("f", ["x0"], "x1")
-    for i in range(2, n + 1):
-        t.call("f", [f"x{i - 1}", f"x{i - 2}"], f"x{i}")
-        if i > 2:
-            t.release(f"x{i - 2}")
-    t.release(f"x{n - 1}", f"x{n}")
+    for i in range(1, n + 1):
+        t.call("f", [f"x{i - 1}"] + ([f"x{i - k}"] if i >= k else []), f"x{i}")
+        if i > k:
+            t.release(f"x{i - k}")
+    t.release(*(f"x{i}" for i in range(max(1, n - k + 1), n + 1)))
     t.constant("w", 150)
     t.call("g", [f"x{n}"], "y")
+
+
+def _skip(t: _Lines, n: int) -> None:
+    _skip_over(t, n, 2)
+
+
+def _ladder(t: _Lines, n: int) -> None:
+    _skip_over(t, n, 4)
+
+
+def _unet(t: _Lines, n: int) -> None:
+    t.constant("x0")
+    for i in range(1, n + 1):
+        t.call("f", [f"x{i - 1}"], f"x{i}", time=1 + i % 5)
+    t.call("u", [f"x{n}"], "d0")
+    t.release(f"x{n}")
+    for i in range(1, n + 1):
+        t.call("u", [f"d{i - 1}", f"x{n - i}"], f"d{i}", time=2)
+        t.release(f"d{i - 1}", f"x{n - i}")
+    t.release(f"d{n}")
 
 
 #: Shape name -> (what writes it, the least depth it takes).
 SHAPES: dict[str, tuple[Callable[[_Lines, int], None], int]] = {
     "chain": (_chain, 1), "backward": (_backward, 1), "two-chain": (_two_chain, 1), "skip": (_skip, 2),
+    "ladder": (_ladder, 1), "unet": (_unet, 1),
 }
 
 
