@@ -18,7 +18,9 @@ under a time limit:
   ... 100k: a deep network's forward pass kept for a backward pass that
   releases each activation after its gradient (``backward``), the same with
   two recurrent chains (an LSTM's hidden and cell states, ``two-chain``),
-  and a chain in which each step reads the two before it (``skip``).
+  a chain in which each step reads the two before it (``skip``) or the one
+  and the fourth before it (``ladder``), and an encoder whose levels a
+  decoder reads on the way back (``unet``).
   Released activations stay in the evicted neighbourhoods the scores sum,
   so these regions grow with n; written to a record of its own
   (``shapes``);
@@ -142,7 +144,7 @@ def measure(engine: str, path: Path, runs: list[dict], limit: float, min_time: f
 
 
 #: The training shapes (:mod:`dtrlab.synthetic`).
-SHAPES = ("backward", "two-chain", "skip")
+SHAPES = ("backward", "two-chain", "skip", "ladder", "unet")
 
 
 def slope(xs: list[float], ys: list[float]) -> float | None:
