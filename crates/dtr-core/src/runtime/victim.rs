@@ -42,7 +42,8 @@
 //!    in the order of their bounds, reading a subtree only while its bound
 //!    is below the least score found; a candidate whose cost is only
 //!    bounded is bounded from its direct neighbours first and made exact
-//!    only if it still could be the least;
+//!    only if it still could be the least (reached again: at an equal
+//!    bound, before the places not read yet);
 //! 2. *the victim*: with `v = 0`, the first candidate scoring 0 (a
 //!    depth-first search from the left, counting the candidates it passes
 //!    for the evaluation count); else the last candidate scoring `v` (from
