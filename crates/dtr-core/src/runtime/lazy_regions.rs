@@ -171,7 +171,7 @@ impl Replay<'_> {
     /// The parent's other neighbours were resident before this operator ran
     /// (`fresh` are the storages it made resident) or are evicted and
     /// reached from `x` through evicted storages (a chain whose steps read
-    /// the two before them, or the k-th before: `reached_from`), so every
+    /// the two before them, or the k-th before: `reaches_the_rest`), so every
     /// evicted storage of the parent's region lay beyond `x`, and the region
     /// less `x` is exactly what a walk from `x` finds (the graph is
     /// acyclic). Its frontier may also hold the parent's resident
@@ -224,7 +224,9 @@ impl Replay<'_> {
     /// from `x` through evicted storages, found by a walk forward from `x`
     /// that gives up after `REACH_LIMIT` storages (then false: unknown).
     fn reaches_the_rest(&mut self, x: u32, p: u32) -> bool {
-        /// Enough for a chain whose steps read the 100th before them.
+        /// Enough for a chain whose steps read the one and the k-th before
+        /// them up to k = 20 (the walk reaches the parent's k-th child from
+        /// its first one in k - 1 steps); a bound on what a failing check costs.
         const REACH_LIMIT: usize = 256;
         let (trace, created, material) = (self.trace, self.created, &self.material);
         let links = |s: u32| trace.storage_fwd.get(s).iter().take_while(move |&&(a, _)| a < created).map(|&(_, n)| n);
