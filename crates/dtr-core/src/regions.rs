@@ -458,14 +458,16 @@ impl Region {
     /// hold, and hashing them cost it a third more time).
     ///
     /// An absorbed region of empty interior reads nothing of this one's
-    /// interior (`absorb_storage`).
+    /// interior (see `absorb_with_marks`): marks then, whatever the sizes,
+    /// and no pass is counted.
     pub fn absorb(&mut self, s: u32, s_region: &Region, compute: &[u64], marks: &mut Marks) {
         let theirs = if self.passes >= SETS_AFTER { s_region.absorb_cost() } else { s_region.len() };
-        if self.members.is_none() && s_region.interior.is_empty() {
-            self.absorb_storage(s, s_region, compute, marks);
-        } else if self.members.is_none() && self.len() <= 8 * theirs + 64 {
+        let reads = !s_region.interior.is_empty();
+        if self.members.is_none() && (!reads || self.len() <= 8 * theirs + 64) {
             let covered = self.absorb_with_marks(s, s_region, compute, marks);
-            self.passes = if covered { self.passes.saturating_add(1) } else { 0 };
+            if reads {
+                self.passes = if covered { self.passes.saturating_add(1) } else { 0 };
+            }
         } else {
             self.absorb_with_sets(s, s_region, compute);
         }
@@ -500,7 +502,7 @@ impl Region {
         self.members = None;
         let mut covered = true;
         interior.reset();
-        // Only the absorbed interiors read this one (see `absorb_storage`).
+        // Only the absorbed interiors read this one (see `absorb_with_marks`).
         let reads = absorbed.iter().any(|(_, r)| !r.interior.is_empty());
         if reads {
             for &x in &self.interior {
@@ -541,31 +543,26 @@ impl Region {
         self.frontier.push(x);
     }
 
-    /// `absorb` of `s` whose region's interior is empty, without reading
-    /// this region's interior: `s` itself is never held. It was on this
-    /// region's frontier, so resident, when this region was last exact (an
-    /// absorb is owed to the regions on the frontier of the evicted
-    /// storage's own, which reach it), and the absorbs owed since added
-    /// storages evicted while it was resident; a rematerialization in
-    /// between renews the regions whose frontier it was on, dropping what
-    /// they were owed. (A U-Net's encoder storages are absorbed one at a
-    /// time into their decoder counterparts' long regions: marking or
-    /// hashing each long region whole for them made its replay quadratic
-    /// in its depth.)
-    fn absorb_storage(&mut self, s: u32, s_region: &Region, compute: &[u64], marks: &mut Marks) {
-        debug_assert!(s_region.interior.is_empty() && self.members.is_none());
+    /// (True if `s_region` was covered: see `covers`.)
+    ///
+    /// This region's interior is marked only where `s_region`'s interior is
+    /// read: `s` itself is never held. It was on this region's frontier, so
+    /// resident, when this region was last exact (an absorb is owed to the
+    /// regions on the frontier of the evicted storage's own, which reach
+    /// it), and the absorbs owed since added storages evicted while it was
+    /// resident; a rematerialization in between renews the regions whose
+    /// frontier it was on, dropping what they were owed. (A U-Net's encoder
+    /// storages are absorbed one at a time into their decoder counterparts'
+    /// long regions: marking or hashing each long region whole for them
+    /// made its replay quadratic in its depth.)
+    fn absorb_with_marks(&mut self, s: u32, s_region: &Region, compute: &[u64], marks: &mut Marks) -> bool {
         debug_assert!(!self.interior.contains(&s), "the absorbed storage {s} was held already");
         merge_frontier(&mut self.frontier, s, &s_region.frontier, marks);
         marks.reset();
-        add_interior(&mut self.interior, &mut self.compute, s, s_region, compute, marks);
-    }
-
-    /// (True if `s_region` was covered: see `covers`.)
-    fn absorb_with_marks(&mut self, s: u32, s_region: &Region, compute: &[u64], marks: &mut Marks) -> bool {
-        merge_frontier(&mut self.frontier, s, &s_region.frontier, marks);
-        marks.reset();
-        for &x in &self.interior {
-            marks.insert(x);
+        if !s_region.interior.is_empty() {
+            for &x in &self.interior {
+                marks.insert(x);
+            }
         }
         add_interior(&mut self.interior, &mut self.compute, s, s_region, compute, marks)
     }
