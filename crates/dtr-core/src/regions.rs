@@ -531,6 +531,26 @@ impl Region {
         }
     }
 
+    /// Move `x`, a storage with no links of its own that has just become
+    /// resident, from the interior (if there) to the frontier (`keep`: not
+    /// resident for good), with its compute out of the sum: what a walk now
+    /// finds (the caller shows why nothing else moves).
+    pub fn leave_for_frontier(&mut self, x: u32, x_compute: u64, keep: bool) {
+        if self.members.as_ref().is_some_and(|m| !m.interior.contains(&x)) {
+            return;
+        }
+        let Some(at) = self.interior.iter().position(|&v| v == x) else { return };
+        self.interior.remove(at);
+        self.compute = self.compute.checked_sub(x_compute).expect("a region's compute counts its interior");
+        if let Some(m) = self.members.as_mut() {
+            m.interior.remove(&x);
+        }
+        self.roots = None;
+        if keep {
+            self.add_new_to_frontier(x);
+        }
+    }
+
     /// Add resident `x`, a storage new to the graph that the base now links
     /// to, to the frontier: it cannot be there yet (no link reached it), so
     /// the frontier stays a set without a search.
