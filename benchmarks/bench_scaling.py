@@ -19,8 +19,9 @@ under a time limit:
   releases each activation after its gradient (``backward``), the same with
   two recurrent chains (an LSTM's hidden and cell states, ``two-chain``),
   a chain in which each step reads the two before it (``skip``) or the one
-  and the fourth before it (``ladder``), and an encoder whose levels a
-  decoder reads on the way back (``unet``).
+  and the fourth before it (``ladder``), an encoder whose levels a
+  decoder reads on the way back (``unet``), and backward passes over a
+  residual network (``residual``) and over a random graph (``dag``).
   Released activations stay in the evicted neighbourhoods the scores sum,
   so these regions grow with n; written to a record of its own
   (``shapes``);
@@ -144,7 +145,7 @@ def measure(engine: str, path: Path, runs: list[dict], limit: float, min_time: f
 
 
 #: The training shapes (:mod:`dtrlab.synthetic`).
-SHAPES = ("backward", "two-chain", "skip", "ladder", "unet")
+SHAPES = ("backward", "two-chain", "skip", "ladder", "unet", "residual", "dag")
 
 
 def slope(xs: list[float], ys: list[float]) -> float | None:

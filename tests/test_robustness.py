@@ -66,14 +66,15 @@ def test_a_shorter_chain_with_regions_equals_the_eager_run(tmp_path, heuristic):
     assert runs[0].evictions == 2 * 3_000 - 1
 
 
-@pytest.mark.parametrize("shape", ["backward", "two-chain", "skip", "ladder", "unet"])
+@pytest.mark.parametrize("shape", ["backward", "two-chain", "skip", "ladder", "unet", "residual", "dag"])
 @pytest.mark.parametrize("heuristic", ["DTR", "MSPS", "AbE"])
 def test_training_shapes_with_regions_equal_the_eager_run(tmp_path, shape, heuristic):
     """A backward pass over released activations: regions renewed at once
     where every neighbour is resident, and taken over whole by a region of
     empty interior, give the run of regions rebuilt as the reference does."""
     trace = dtrlab.load_trace(synthetic.write(shape, 400, tmp_path / f"{shape}.log"))
-    for ratio in (0.5, 0.3, 0.15):
+    # (The random graph runs out of memory below a quarter of its peak.)
+    for ratio in (0.5, 0.4, 0.3) if shape == "dag" else (0.5, 0.3, 0.15):
         runs = [dtrlab.simulate(trace, ratio=ratio, cap=None, heuristic=heuristic, events=True, eager_regions=eager)
                 for eager in (False, True)]
         assert runs[0].status == "ok" and runs[0].evictions > 400

@@ -16,6 +16,10 @@ Every output is 100 bytes and costs 1 unless stated; constants are 8 bytes.
 - ``ladder``: the same with x_i = f(x_{i-1}, x_{i-4}), a skip over three.
 - ``unet``: an encoder x1..xn (costs 1..5) whose every level a decoder
   reads on the way back, d_i = u(d_{i-1}, x_{n-i}), releasing both.
+- ``residual``: ``backward`` whose steps also read a shared weight, and
+  every eighth step the output eight before it (a residual block).
+- ``dag``: ``backward`` over a random graph (seeded: the same trace at
+  every call): each step reads its predecessor and two of the 64 before it.
 
 Released storages stay in the evicted neighbourhoods that the DTR scores
 sum, so in all but the first the regions grow with the depth.
@@ -24,6 +28,7 @@ sum, so in all but the first the regions grow with the depth.
 from __future__ import annotations
 
 import os
+import random
 from pathlib import Path
 from typing import Callable, TextIO
 
@@ -118,10 +123,38 @@ def _unet(t: _Lines, n: int) -> None:
     t.release(f"d{n}")
 
 
+def _residual(t: _Lines, n: int) -> None:
+    t.constant("w")
+    t.constant("x0")
+    for i in range(1, n + 1):
+        skip = [f"x{i - 8}"] if i % 8 == 0 else []
+        t.call("f", [f"x{i - 1}", "w", *skip], f"x{i}", time=1 + i % 5)
+    _backward_pass(t, n, ["w"])
+
+
+def _dag(t: _Lines, n: int) -> None:
+    rng = random.Random(7)
+    t.constant("x0")
+    for i in range(1, n + 1):
+        reads = sorted({i - 1} | {max(0, i - rng.randint(1, 64)) for _ in range(2)})
+        t.call("f", [f"x{j}" for j in reads], f"x{i}", time=rng.randint(1, 9))
+    _backward_pass(t, n, [])
+
+
+def _backward_pass(t: _Lines, n: int, shared: list[str]) -> None:
+    """g_i = b(g_{i+1}, x_i, *shared) from the loss down, releasing x_{i+1}
+    and g_{i+1} once g_i is made."""
+    t.call("loss", [f"x{n}"], f"g{n}")
+    for i in range(n - 1, 0, -1):
+        t.call("b", [f"g{i + 1}", f"x{i}", *shared], f"g{i}", time=2)
+        t.release(f"g{i + 1}", f"x{i + 1}")
+    t.release("x1", "g1")
+
+
 #: Shape name -> (what writes it, the least depth it takes).
 SHAPES: dict[str, tuple[Callable[[_Lines, int], None], int]] = {
     "chain": (_chain, 1), "backward": (_backward, 1), "two-chain": (_two_chain, 1), "skip": (_skip, 2),
-    "ladder": (_ladder, 1), "unet": (_unet, 1),
+    "ladder": (_ladder, 1), "unet": (_unet, 1), "residual": (_residual, 1), "dag": (_dag, 1),
 }
 
 
