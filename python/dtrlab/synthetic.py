@@ -19,7 +19,8 @@ Every output is 100 bytes and costs 1 unless stated; constants are 8 bytes.
 - ``residual``: ``backward`` whose steps also read a shared weight, and
   every eighth step the output eight before it (a residual block).
 - ``dag``: ``backward`` over a random graph (seeded: the same trace at
-  every call): each step reads its predecessor and two of the 64 before it.
+  every call): each step reads its predecessor and up to two of the 64
+  before it.
 
 Released storages stay in the evicted neighbourhoods that the DTR scores
 sum, so in all but the first the regions grow with the depth.
@@ -71,11 +72,7 @@ def _backward(t: _Lines, n: int) -> None:
     t.constant("x0")
     for i in range(1, n + 1):
         t.call("f", [f"x{i - 1}"], f"x{i}", time=1 + i % 7)
-    t.call("loss", [f"x{n}"], f"g{n}")
-    for i in range(n - 1, 0, -1):
-        t.call("b", [f"g{i + 1}", f"x{i}"], f"g{i}", time=2)
-        t.release(f"g{i + 1}", f"x{i + 1}")
-    t.release("x1", "g1")
+    _backward_pass(t, n, [])
 
 
 def _two_chain(t: _Lines, n: int) -> None:
