@@ -199,6 +199,48 @@ def test_costs_follow_the_stated_roofline():
     assert costs.roofline(torch.ops.aten.t.default, (a,), {}, a.t()) == costs.LAUNCH_NS
 
 
+def test_remembered_flop_counts_are_pytorchs_for_every_call():
+    # The counts are remembered by what a formula reads: calls that differ
+    # only in a list of numbers (a stride, an output mask) or in a shape
+    # inside a list of tensors must not share one.
+    from torch.utils.flop_counter import flop_registry
+
+    conv = torch.ops.aten.convolution.default
+    bwd = torch.ops.aten.convolution_backward.default
+    x, w = torch.ones(2, 3, 16, 16), torch.ones(4, 3, 3, 3)
+    calls = []
+    for stride in ([1, 1], [2, 2], [2, 1]):
+        args = (x, w, None, stride, [1, 1], [1, 1], False, [0, 0], 1)
+        out = conv(*args)
+        calls.append((conv, args, out))
+        g = torch.ones_like(out)
+        for mask in ([True, True, False], [False, True, False], [True, False, False]):
+            b_args = (g, x, w, [4], stride, [1, 1], [1, 1], False, [0, 0], 1, mask)
+            calls.append((bwd, b_args, bwd(*b_args)))
+    cat = torch.ops.aten.cat.default
+    for parts in ([torch.ones(2, 3), torch.ones(2, 3)], [torch.ones(2, 3), torch.ones(5, 3)]):
+        calls.append((cat, (parts,), cat(parts)))
+    for _ in range(2):  # (the second pass reads what the first remembered)
+        for func, args, out in calls:
+            formula = flop_registry.get(func._overloadpacket)
+            expected = int(formula(*args, out_val=out)) if formula is not None else 0
+            assert costs.operator_flops(func, args, {}, out) == expected
+    forward = [c for c in calls if c[0] is conv]
+    assert len({costs.operator_flops(f, a, {}, o) for f, a, o in forward}) == 3
+    assert len({costs.operator_flops(f, a, {}, o) for f, a, o in calls[1:3]}) == 2  # (two masks)
+
+    # A formula may read any value: keys differ wherever the arguments do
+    # (the counts of PyTorch's formulas above depend on shapes alone).
+    def key(*args):
+        leaves = []
+        costs._call_key(args, leaves)
+        return tuple(leaves)
+
+    assert key(x, [1, 1]) != key(x, [2, 1]) != key(x, (2, 1)) != key(x, [2, 1, 0])
+    assert key([x, x]) != key([x, w]) and key([x, 1]) != key([x, 2]) and key([[1], 2]) != key([[2], 2])
+    assert key({"a": [1]}) != key({"a": [2]}) and key(x, 1) == key(torch.zeros(2, 3, 16, 16), 1)
+
+
 def test_the_recorders_view_hint_gives_the_cost_models_own_cost():
     """The recorder tells the cost model whether a call is a view (it asks
     for each storage once per call); every call costs what the model finds

@@ -53,15 +53,36 @@ def operator_flops(func, args, kwargs, out) -> int:
 
 _FLOPS: dict = {}
 _Tensor = torch.Tensor
+_SEQUENCES = {tuple, list}
+#: Leaves that are keys as they are.
+_ATOMS = {int, float, bool, type(None), str}
 
 
 def _call_key(obj, leaves: list) -> None:
     """Append what a FLOP formula can read of ``obj`` to ``leaves``, flat:
     a tensor's shape and dtype, containers' shapes (their type and length),
-    every other leaf as it is."""
+    every other leaf as it is; a list or tuple of numbers (sizes, strides, a
+    mask), its type and itself as one tuple."""
     if isinstance(obj, _Tensor):
         leaves.append(obj.shape)
         leaves.append(obj.dtype)
+    elif type(obj) in _SEQUENCES:
+        kind = type(obj)
+        leaves.append(kind)
+        if _ATOMS.issuperset(map(type, obj)):
+            # (One leaf instead of one per item: a convolution's backward
+            # has seven such lists, and its key took longer than its formula.)
+            leaves.append(tuple(obj))
+            return
+        leaves.append(len(obj))
+        for x in obj:  # (tensors and numbers here, as the call on each would)
+            if isinstance(x, _Tensor):
+                leaves.append(x.shape)
+                leaves.append(x.dtype)
+            elif type(x) in _ATOMS:
+                leaves.append(x)
+            else:
+                _call_key(x, leaves)
     elif isinstance(obj, (tuple, list, dict)):
         leaves.append(type(obj))
         leaves.append(len(obj))
