@@ -66,23 +66,11 @@ def _call_key(obj, leaves: list) -> None:
     if isinstance(obj, _Tensor):
         leaves.append(obj.shape)
         leaves.append(obj.dtype)
-    elif type(obj) in _SEQUENCES:
-        kind = type(obj)
-        leaves.append(kind)
-        if _ATOMS.issuperset(map(type, obj)):
-            # (One leaf instead of one per item: a convolution's backward
-            # has seven such lists, and its key took longer than its formula.)
-            leaves.append(tuple(obj))
-            return
-        leaves.append(len(obj))
-        for x in obj:  # (tensors and numbers here, as the call on each would)
-            if isinstance(x, _Tensor):
-                leaves.append(x.shape)
-                leaves.append(x.dtype)
-            elif type(x) in _ATOMS:
-                leaves.append(x)
-            else:
-                _call_key(x, leaves)
+    elif type(obj) in _SEQUENCES and _ATOMS.issuperset(map(type, obj)):
+        # (One leaf instead of one per item: a convolution's backward has
+        # seven such lists, and its key took longer than its formula.)
+        leaves.append(type(obj))
+        leaves.append(tuple(obj))
     elif isinstance(obj, (tuple, list, dict)):
         leaves.append(type(obj))
         leaves.append(len(obj))
