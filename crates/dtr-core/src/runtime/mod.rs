@@ -668,8 +668,9 @@ impl<'a> Replay<'a> {
 
     /// Evict victims until `request` more bytes fit.
     fn free(&mut self, request: u64, computing: TensorId, depth: u32) -> Result<(), Stop> {
-        // Stale forward regions of a stretch may wait to be read (see `flush_before_evicting`).
-        if self.regions.eager == Eager::All {
+        // Stale regions of a stretch may wait to be read (see
+        // `flush_before_evicting`); the eager oracle rebuilds them here.
+        if self.cfg.eager_regions {
             self.flush(Eager::All);
         }
         loop {
@@ -770,15 +771,17 @@ impl<'a> Replay<'a> {
     // ----- eviction -------------------------------------------------------
 
     fn evict(&mut self, s: u32, kind: EventKind, depth: u32) {
-        if self.regions.eager == Eager::All {
+        if self.cfg.eager_regions {
             self.flush(Eager::All);
         }
         if self.regions_on && !self.regions_unused(s) {
             // Its regions are absorbed by its frontiers': they must be exact.
             self.ensure_exact(s);
         }
-        if self.regions.eager == Eager::Forward {
-            self.flush_before_evicting(s);
+        match self.regions.eager {
+            Eager::Forward => self.flush_before_evicting(s),
+            Eager::All if !self.cfg.eager_regions => self.flush_all_before_evicting(s),
+            _ => {}
         }
         let trace = self.trace;
         self.material[s as usize] = false;
