@@ -502,8 +502,9 @@ impl Replay<'_> {
     /// its start. The compute of the aliased storage grows: every region
     /// stale then was rebuilt just before (`compute_op`), and a region
     /// marked since, rebuilt at its mark or later, sums the same compute
-    /// (no other compute changes in the stretch; an absorb adds what it
-    /// adds at the compute of now). And links appear from the operator's
+    /// (an evicted storage's compute changes only at the start of such a
+    /// stretch, which rebuilds every stale region first; an absorb adds
+    /// what it adds at the compute of now). And links appear from the operator's
     /// inputs to its outputs, the aliased storages among them: a forward
     /// walk sees them through an evicted input, a reverse walk through an
     /// output's storage. A region of `s` rebuilt in the stretch is a walk
