@@ -498,22 +498,22 @@ impl Replay<'_> {
     /// may not be what a walk from `s` finds now.
     ///
     /// Why the others may wait, as in a stretch of new outputs only (see
-    /// `flush_before_evicting`). Such an operator changes two things at
-    /// its start. The compute of the aliased storage grows: every region
-    /// stale then was rebuilt just before (`compute_op`), and a region
-    /// marked since, rebuilt at its mark or later, sums the same compute
-    /// (an evicted storage's compute changes only at the start of such a
-    /// stretch, which rebuilds every stale region first; an absorb adds
-    /// what it adds at the compute of now). And links appear from the operator's
-    /// inputs to its outputs, the aliased storages among them: a forward
-    /// walk sees them through an evicted input, a reverse walk through an
-    /// output's storage. A region of `s` rebuilt in the stretch is a walk
-    /// that sees them (its `created` is now's); one kept from before sees
-    /// them only if its interior holds such a storage, or `s` is one.
-    /// Otherwise the absorbs are what walks now would find, and a stale
-    /// region may wait to be read. (An Unrolled GAN at a fifth of its peak
-    /// rebuilt every stale region at each of 21,781 evictions of twelve
-    /// such stretches: 1.2 million walks, three fifths of the replay.)
+    /// `flush_before_evicting`). Such an operator changes two things at its
+    /// start. The compute of the aliased storage grows: every region stale then
+    /// was rebuilt just before (`compute_op`), and a region marked since,
+    /// rebuilt at its mark or later, sums the same compute (an evicted
+    /// storage's compute changes only at the start of such a stretch, which
+    /// rebuilds every stale region first; an absorb adds what it adds at the
+    /// compute of now). And links appear from the operator's inputs to its
+    /// outputs, the aliased storages among them: a forward walk sees them
+    /// through an evicted input, a reverse walk through an output's storage. A
+    /// region of `s` rebuilt in the stretch is a walk that sees them (its
+    /// `created` is now's); one kept from before sees them only if its interior
+    /// holds such a storage, or `s` is one. Otherwise the absorbs are what
+    /// walks now would find, and a stale region may wait to be read. (An
+    /// Unrolled GAN at a fifth of its peak rebuilt every stale region at each
+    /// of 21,781 evictions of twelve such stretches: 1.2 million walks, three
+    /// fifths of the replay.)
     /// Proven on the golden records and A/B against eager rebuilding.
     pub(super) fn flush_all_before_evicting(&mut self, s: u32) {
         let stale = &self.regions.stale_list;
@@ -529,15 +529,19 @@ impl Replay<'_> {
     /// and may see them (see `flush_all_before_evicting`).
     fn kept_regions_may_differ(&self, s: u32) -> bool {
         let Some(op) = self.regions.stretch_op else { return true };
-        let trace = self.trace;
-        let o = &trace.ops[op as usize];
-        let inputs = trace.parents(o.first_output);
+        let o = &self.trace.ops[op as usize];
+        let inputs = self.trace.parents(o.first_output).iter().copied();
         let outputs = o.first_output..o.first_output + o.n_outputs;
-        let is_input = |v: u32| inputs.iter().any(|&p| self.storage(p) == v);
-        let is_output = |v: u32| outputs.clone().any(|t| self.storage(t) == v);
         let (fwd, rev) = (&self.regions.fwd[s as usize], &self.regions.rev[s as usize]);
-        (fwd.created < self.created && (is_input(s) || fwd.interior.iter().any(|&v| is_input(v))))
-            || (rev.created < self.created && (is_output(s) || rev.interior.iter().any(|&v| is_output(v))))
+        (fwd.created < self.created && self.holds_storage_of(s, fwd, inputs))
+            || (rev.created < self.created && self.holds_storage_of(s, rev, outputs))
+    }
+
+    /// Whether `s`, or a storage of the interior of its `region`, is the
+    /// storage of one of `tensors`.
+    fn holds_storage_of(&self, s: u32, region: &Region, tensors: impl Iterator<Item = TensorId> + Clone) -> bool {
+        let of = |v: u32| tensors.clone().any(|t| self.storage(t) == v);
+        of(s) || region.interior.iter().any(|&v| of(v))
     }
 
     /// Whether the forward region of `s` may differ from a walk now (see
@@ -547,12 +551,9 @@ impl Replay<'_> {
         if self.regions_unused(s) {
             return true;
         }
-        let trace = self.trace;
-        let o = &trace.ops[op as usize];
-        let inputs = trace.parents(o.first_output);
-        let is_input = |v: u32| inputs.iter().any(|&p| self.storage(p) == v);
+        let o = &self.trace.ops[op as usize];
         let region = &self.regions.fwd[s as usize];
-        if !is_input(s) && !region.interior.iter().any(|&v| is_input(v)) {
+        if !self.holds_storage_of(s, region, self.trace.parents(o.first_output).iter().copied()) {
             return false;
         }
         let mut outputs = o.first_output..o.first_output + o.n_outputs;
